@@ -1,0 +1,204 @@
+"""Numba kernels for the sampled-data model, behind validated public functions.
+
+The public functions coerce their inputs (float64, C-contiguous, shapes, finite values),
+allocate the outputs and call private ``_kernel`` functions that see only arrays and scalars.
+They compute exactly what :func:`theory.model.loss_and_grad` defines (the plain-NumPy path the
+tests compare against), in one pass over the samples:
+
+    U_j = <v, X_j>,  z_i = sum_j A_ij U_j,  m = y sum_i act(z_i),
+    G_i = y l'(m) act'(z_i) / N,  dA += G U^T,  grad_v += sum_j (A^T G)_j X_j.
+
+The sample loop is split into :data:`~simulations._jit.N_CHUNKS` fixed chunks, each with its own
+accumulator, merged in order afterwards: results are deterministic whatever the thread count.
+
+References
+----------
+SPEC section 2; :mod:`theory.model`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._jit import N_CHUNKS, jit, pjit, prange
+
+__all__ = ["loss_and_grad", "margins", "softmax_rows", "grad_logits"]
+
+
+@jit
+def _softmax_rows(Q):
+    D = Q.shape[0]
+    A = np.empty_like(Q)
+    for i in range(D):
+        mx = Q[i, 0]
+        for j in range(1, Q.shape[1]):
+            if Q[i, j] > mx:
+                mx = Q[i, j]
+        tot = 0.0
+        for j in range(Q.shape[1]):
+            A[i, j] = math.exp(Q[i, j] - mx)
+            tot += A[i, j]
+        for j in range(Q.shape[1]):
+            A[i, j] /= tot
+    return A
+
+
+@jit
+def _logistic(m):
+    # log(1 + exp(-m)) and l'(m) = -1/(1 + exp(m)), without overflow
+    if m > 0:
+        e = math.exp(-m)
+        return math.log1p(e), -e / (1.0 + e)
+    e = math.exp(m)
+    return -m + math.log1p(e), -1.0 / (1.0 + e)
+
+
+@jit
+def _grad_logits(A, gA):
+    D = A.shape[0]
+    gQ = np.empty_like(A)
+    for i in range(D):
+        dot = 0.0
+        for k in range(A.shape[1]):
+            dot += A[i, k] * gA[i, k]
+        for j in range(A.shape[1]):
+            gQ[i, j] = A[i, j] * (gA[i, j] - dot)
+    return gQ
+
+
+@pjit
+def _loss_grad_kernel(X, y, v, A, p, nu):
+    N, D, d = X.shape
+    nchunk = N_CHUNKS
+    loss_c = np.zeros(nchunk)
+    err_c = np.zeros(nchunk)
+    gv_c = np.zeros((nchunk, d))
+    gA_c = np.zeros((nchunk, D, D))
+    for c in prange(nchunk):
+        U = np.empty(D)
+        z = np.empty(D)
+        G = np.empty(D)
+        lo = c * N // nchunk
+        hi = (c + 1) * N // nchunk
+        for n in range(lo, hi):
+            for j in range(D):
+                acc = 0.0
+                for k in range(d):
+                    acc += X[n, j, k] * v[k]
+                U[j] = acc
+            f = 0.0
+            for i in range(D):
+                acc = 0.0
+                for j in range(D):
+                    acc += A[i, j] * U[j]
+                z[i] = acc
+                f += z[i] ** p + nu * z[i]
+            m = y[n] * f
+            l, dl = _logistic(m)
+            loss_c[c] += l
+            if m < 0:
+                err_c[c] += 1.0
+            elif m == 0:
+                err_c[c] += 0.5
+            g = y[n] * dl / N
+            for i in range(D):
+                G[i] = g * (p * z[i] ** (p - 1) + nu)
+                for j in range(D):
+                    gA_c[c, i, j] += G[i] * U[j]
+            for j in range(D):
+                gu = 0.0
+                for i in range(D):
+                    gu += G[i] * A[i, j]
+                for k in range(d):
+                    gv_c[c, k] += gu * X[n, j, k]
+    loss = 0.0
+    err = 0.0
+    gv = np.zeros(d)
+    gA = np.zeros((D, D))
+    for c in range(nchunk):
+        loss += loss_c[c]
+        err += err_c[c]
+        gv += gv_c[c]
+        gA += gA_c[c]
+    return loss / N, err / N, gv, gA
+
+
+@pjit
+def _margins_kernel(X, y, v, A, p, nu):
+    N, D, d = X.shape
+    out = np.empty(N)
+    for n in prange(N):
+        U = np.empty(D)
+        for j in range(D):
+            acc = 0.0
+            for k in range(d):
+                acc += X[n, j, k] * v[k]
+            U[j] = acc
+        f = 0.0
+        for i in range(D):
+            zi = 0.0
+            for j in range(D):
+                zi += A[i, j] * U[j]
+            f += zi ** p + nu * zi
+        out[n] = y[n] * f
+    return out
+
+
+# -- validated public API ---------------------------------------------------------------------
+def _as_f64(name, x, ndim):
+    arr = np.ascontiguousarray(x, dtype=np.float64)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+def _check_model_args(X, y, v, A, p, nu):
+    X = _as_f64("X", X, 3)
+    y = _as_f64("y", y, 1)
+    v = _as_f64("v", v, 1)
+    A = _as_f64("A", A, 2)
+    N, D, d = X.shape
+    if y.shape != (N,):
+        raise ValueError(f"y must have shape ({N},), got {y.shape}")
+    if v.shape != (d,):
+        raise ValueError(f"v must have shape ({d},), got {v.shape}")
+    if A.shape != (D, D):
+        raise ValueError(f"A must have shape ({D}, {D}), got {A.shape}")
+    if int(p) != p or p < 1:
+        raise ValueError(f"p must be a positive integer, got {p!r}")
+    return X, y, v, A, int(p), float(nu)
+
+
+def softmax_rows(Q: np.ndarray) -> np.ndarray:
+    """Row-wise stable softmax A = softmax(Q) of a square logit matrix."""
+    Q = _as_f64("Q", Q, 2)
+    return _softmax_rows(Q)
+
+
+def grad_logits(A: np.ndarray, grad_A: np.ndarray) -> np.ndarray:
+    """Backpropagate through the row softmax: grad_Q_ij = A_ij (grad_A_ij - <A_i, grad_A_i>)."""
+    A = _as_f64("A", A, 2)
+    grad_A = _as_f64("grad_A", grad_A, 2)
+    if A.shape != grad_A.shape:
+        raise ValueError("A and grad_A must have the same shape")
+    return _grad_logits(A, grad_A)
+
+
+def loss_and_grad(X, y, v, A, p: int, nu: float) -> dict:
+    """Mean logistic loss, zero-one error, and gradients in v, A and Q (Numba).
+
+    Same contract as :func:`theory.model.loss_and_grad`.
+    """
+    X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu)
+    loss, err, gv, gA = _loss_grad_kernel(X, y, v, A, p, nu)
+    return {"loss": loss, "error": err, "grad_v": gv, "grad_A": gA,
+            "grad_Q": _grad_logits(A, gA)}
+
+
+def margins(X, y, v, A, p: int, nu: float) -> np.ndarray:
+    """Margins m_n = y_n f(X_n) of every sample (Numba)."""
+    X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu)
+    return _margins_kernel(X, y, v, A, p, nu)

@@ -1,0 +1,228 @@
+"""Configuration of the spatially structured problem, the model and its training.
+
+A :class:`Config` fixes everything SPEC sections 1-2 leave free: the data distribution
+D(w*, S, q, sigma), the positional-attention model (activation act(t) = t^p + nu t, the
+parameterization of the logits Q), the initialization (omega, kappa) and full-batch gradient
+descent (eta_v, eta_Q, number of steps, sample sizes).
+
+Fields left as ``None`` take the reference scalings of SPEC section 1-2 when the config is built:
+q = ln(d)/D, sigma = 1/sqrt(d), kappa = ln(ln(d)). The resolved numbers are what is stored with a
+result, so a saved config always reproduces its run.
+
+References
+----------
+SPEC sections 1 (data), 2 (model, initialization, training).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+__all__ = ["Config", "PRESETS", "preset", "parse_override", "STRUCTURES", "PARAMETERIZATIONS",
+           "NOISES"]
+
+STRUCTURES = ("random", "blocks", "windows")
+PARAMETERIZATIONS = ("logits", "gram")
+NOISES = ("isotropic", "orthogonal")
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A fully resolved configuration (frozen; build variants with :meth:`replace`).
+
+    Parameters
+    ----------
+    d : int
+        Patch dimension (ambient dimension of w*).
+    L, C : int
+        Number of sets and set size; D = L * C patches.
+    q : float or None
+        Probability that a non-signal patch carries a stray copy of the feature (sign +-1, each
+        with probability q/2). ``None`` -> ln(d) / D.
+    sigma : float or None
+        Patch-noise standard deviation. ``None`` -> 1 / sqrt(d).
+    noise : {"isotropic", "orthogonal"}
+        xi ~ N(0, sigma^2 I) or N(0, sigma^2 (I - w* w*^T)).
+    structure : {"random", "blocks", "windows"}
+        How the partition S is built (see :mod:`theory.structure`).
+    p : int
+        Odd degree >= 3 of the activation act(t) = t^p + nu t.
+    nu : float
+        Linear coefficient of the activation, >= 0.
+    param : {"logits", "gram"}
+        Free logits Q, or positional encodings P with Q = P P^T.
+    omega : float
+        Standard deviation of the initial v0 ~ N(0, omega^2 I_d).
+    kappa : float or None
+        Initial logits Q0 = kappa I (P0 = sqrt(kappa) I). ``None`` -> ln(ln(d)).
+    eta_v, eta_Q : float
+        Gradient-descent step sizes for v and for the attention parameters.
+    steps : int
+        Number of full-batch gradient-descent steps.
+    n_train, n_test : int
+        Training-sample size N and the size of the fresh test sample.
+    records : int
+        Number of log-spaced steps at which metrics and attention snapshots are recorded.
+    """
+
+    d: int = 256
+    L: int = 4
+    C: int = 4
+    q: float | None = None
+    sigma: float | None = None
+    noise: str = "isotropic"
+    structure: str = "random"
+    p: int = 5
+    nu: float = 0.03
+    param: str = "logits"
+    omega: float = 1e-3
+    kappa: float | None = None
+    eta_v: float = 0.1
+    eta_Q: float = 50.0
+    steps: int = 400
+    n_train: int = 4000
+    n_test: int = 20000
+    records: int = 30
+
+    def __post_init__(self) -> None:
+        for name in ("d", "L", "C", "p", "steps", "n_train", "n_test", "records"):
+            value = getattr(self, name)
+            if not _is_int(value):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        for name in ("d", "L", "C", "n_train", "n_test", "records"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.steps < 0:
+            raise ValueError(f"steps must be >= 0, got {self.steps}")
+        if self.p < 3 or self.p % 2 == 0:
+            raise ValueError(f"p must be an odd integer >= 3, got {self.p}")
+        # Resolve the reference scalings before the float checks, so they are checked too.
+        D = self.L * self.C
+        if self.q is None:
+            object.__setattr__(self, "q", min(1.0, math.log(self.d) / D) if self.d > 1 else 0.0)
+        if self.sigma is None:
+            object.__setattr__(self, "sigma", 1.0 / math.sqrt(self.d))
+        if self.kappa is None:
+            object.__setattr__(self, "kappa", math.log(math.log(self.d)) if self.d >= 3 else 0.0)
+        for name in ("q", "sigma", "nu", "omega", "kappa", "eta_v", "eta_Q"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if not 0.0 <= self.q <= 1.0:
+            raise ValueError(f"q must lie in [0, 1], got {self.q}")
+        for name in ("sigma", "nu", "omega", "eta_v", "eta_Q"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.param == "gram" and self.kappa < 0:
+            raise ValueError(f"kappa must be >= 0 for param='gram' (P0 = sqrt(kappa) I), "
+                             f"got {self.kappa}")
+        for name, allowed in (("structure", STRUCTURES), ("param", PARAMETERIZATIONS),
+                              ("noise", NOISES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; "
+                                 f"got {getattr(self, name)!r}")
+        if self.structure == "windows":
+            g = math.isqrt(D)
+            w = math.isqrt(self.C)
+            if g * g != D:
+                raise ValueError(f"structure='windows' needs a square patch grid: D = L*C = {D} "
+                                 f"is not a perfect square")
+            if w * w != self.C or g % w:
+                raise ValueError(f"structure='windows' needs square windows tiling the "
+                                 f"{g}x{g} grid: C = {self.C} must be w*w with w dividing {g}")
+
+    # -- derived quantities -------------------------------------------------------------------
+    @property
+    def D(self) -> int:
+        """Number of patches, D = L * C."""
+        return self.L * self.C
+
+    def replace(self, **changes: Any) -> "Config":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved fields, JSON-ready."""
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Config":
+        """Build from a mapping, rejecting unknown keys (with a clear error)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown config field(s): {', '.join(unknown)} "
+                             f"(known: {', '.join(sorted(known))})")
+        return cls(**dict(data))
+
+
+#: Presets are data: field overrides applied to the defaults (SPEC section 1).
+PRESETS: dict[str, dict[str, Any]] = {
+    "ref": dict(d=256, L=4, C=4),
+    "paper": dict(d=4096, L=8, C=8, n_train=4000, n_test=20000),
+    # A tiny configuration for tests and smoke runs: D = 8, brute force is cheap.
+    "tiny": dict(d=32, L=2, C=4, steps=200, n_train=1000, n_test=2000, records=10),
+}
+
+
+def _field_types() -> dict[str, type]:
+    out: dict[str, type] = {}
+    for f in fields(Config):
+        t = str(f.type)
+        out[f.name] = int if t == "int" else str if t == "str" else float
+    return out
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse one ``key=value`` override into a typed (field, value) pair.
+
+    Integers accept ``16`` (and ``1e3`` when exact); floats accept Python float syntax and
+    ``none``/``ref`` to restore the reference scaling of a nullable field.
+    """
+    if "=" not in text:
+        raise ValueError(f"--set expects key=value, got {text!r}")
+    key, _, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    types = _field_types()
+    if key not in types:
+        raise ValueError(f"unknown config field {key!r} in --set {text!r} "
+                         f"(known: {', '.join(sorted(types))})")
+    if raw == "":
+        raise ValueError(f"--set {key}= needs a value")
+    kind = types[key]
+    if kind is str:
+        return key, raw
+    if kind is float and raw.lower() in ("none", "ref", "default"):
+        if key in ("q", "sigma", "kappa"):
+            return key, None
+    try:
+        if kind is int:
+            value = float(raw)
+            if not value.is_integer():
+                raise ValueError
+            return key, int(value)
+        return key, float(raw)
+    except (ValueError, OverflowError):
+        raise ValueError(f"--set {key}={raw}: expected {'an integer' if kind is int else 'a number'}")
+
+
+def preset(name: str = "ref", **overrides: Any) -> Config:
+    """The named preset with field overrides, validated."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r} (choose from {', '.join(PRESETS)})")
+    values = dict(PRESETS[name])
+    values.update(overrides)
+    return Config.from_dict(values)
