@@ -1,0 +1,711 @@
+"""Exact population risk, zero-one error and gradient for G-invariant attention (Numba).
+
+Setting (SPEC sections 4-5): no projection noise, so <v, X_j> = alpha s_j, and an invariant
+logit matrix Q = a I + b (B - I) + c (J - B) with attention values (Pd, Qs, R). The odd
+activation and the sign symmetry of delta let us fix y = +1; invariance fixes l* = set 0. Then
+
+    z_i = alpha u_i,   u_i = (Pd - Qs) s_i + (Qs - R) S_l(i) + R T,
+
+with S_l the sum of s over set l and T = C + sum_l S_l. A noise set is summarized by its state
+(n+, n-) (K = (C+1)(C+2)/2 states, probability multinomial(C; n+, n-, n0) (q/2)^(n+ + n-)
+(1-q)^n0), and f = sum_i act(z_i) depends only on the multiset of the L-1 noise-set states:
+
+    f = F_sig(T) + sum_{noise sets} F(state, T),
+
+so the risk is a finite sum over multisets of states with weights (L-1)!/prod(mult!) prod(pi).
+The derivatives of f with respect to (alpha, Pd, Qs, R) are sums of per-state tables too:
+
+    df/dalpha = sum_i act'(z_i) u_i,          df/dPd = alpha sum_i act'(z_i) s_i,
+    df/dQs = alpha sum_i act'(z_i) (S_l(i) - s_i),   df/dR = alpha sum_i act'(z_i) (T - S_l(i)),
+
+and the chain rule of :mod:`theory.invariant` gives (a, b, c) and the Gram coordinates.
+
+Enumeration. States are sorted by their number n = n+ + n- of nonzero entries; an odometer
+visits the non-decreasing sequences of L-1 state indices (no recursion). Truncating at a total
+nonzero count k prunes whole subtrees: once the partial count plus n(state) times the number of
+levels left exceeds k, no later state fits either. The first two levels are split into
+independent tasks, run in parallel and summed in a fixed order (deterministic results).
+
+Certified truncation. The omitted configurations are exactly those with n > k nonzero noise
+entries, n ~ Binomial((L-1) C, q). Since A is symmetric and doubly stochastic for invariant Q,
+act is convex on [0, inf) with act(0) = 0 and |z_i| <= |alpha| sum_j A_ij |s_j|, every
+configuration with n nonzero noise entries has
+
+    |f| <= act(|alpha|) (C + n),          loss <= log 2 + |f|,
+    |df/dalpha| <= act'(|alpha|) (C + n),  |df/da| <= |alpha| act'(|alpha|) 2 Pd (1 - Pd) (C + n),
+
+and likewise for b (2 (C-1) Qs (1 - (C-1) Qs)) and c (2 (D-C) R (1 - (D-C) R)); the zero-one
+loss is <= 1. The omitted part of each quantity is therefore bounded by exact binomial tail
+sums P(n > k) and E[(C + n) 1{n > k}], computed term by term in log space (no 1 - sum). The
+bound is on the truncation only, not on floating-point rounding of the enumerated sum.
+
+Uniform attention. When a = b = c (A = J/D), z_i = alpha T / D is the same for every i and the
+law of (T, s_j) is the same for every patch j (G acts transitively), so every entry of the
+gradient in A is the same and the gradient in (a, b, c) vanishes exactly: uniform attention is
+a fixed point. It is an unstable one: the rounding noise of the computed gradient (~1e-18)
+grows to O(1) within a few hundred steps once alpha is large. :func:`evaluate` therefore
+returns exactly 0 for the attention gradient when the attention values are bitwise equal.
+
+Ties. A margin |f| <= TIE_RTOL * D * act(|alpha|) counts as a tie (error 1/2): it identifies the
+exact zeros (e.g. T = 0 under uniform attention) that rounding would otherwise split at random.
+The brute-force oracle uses the same rule.
+
+References
+----------
+SPEC sections 4 (symmetry reduction) and 5 (exact population risk, truncation, Bayes error).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from theory.invariant import attention_values, chain_to_gram, chain_to_logits, gram_jacobian
+from theory.invariant import gram_to_logits
+
+from .._jit import N_CHUNKS, jit, pjit, prange
+
+__all__ = ["Evaluation", "evaluate", "evaluate_gram", "bayes_error", "plan", "Plan",
+           "count_configurations", "tail_moments", "TIE_RTOL", "MAX_CONFIGURATIONS",
+           "SECONDS_PER_CONFIGURATION", "check_problem"]
+
+#: Relative tie threshold on the margin, in units of the largest possible |f| = D act(|alpha|).
+TIE_RTOL = 1e-10
+
+#: Largest number of multisets one evaluation may enumerate (about a few seconds).
+MAX_CONFIGURATIONS = 60_000_000
+
+#: Rough cost of one multiset (used only to state the estimated time of a refused request).
+SECONDS_PER_CONFIGURATION = 6e-8
+
+#: Safety factor on the computed tail sums (their own rounding error is ~1e-15 relative).
+_BOUND_SAFETY = 1.0 + 1e-9
+
+
+
+# -- Numba kernels -------------------------------------------------------------------------------
+@jit
+def _act(z, p, nu):
+    """act(z) = z^p + nu z and act'(z) = p z^(p-1) + nu (sign-symmetric repeated products)."""
+    zp1 = 1.0
+    for _ in range(p - 1):
+        zp1 *= z
+    return zp1 * z + nu * z, p * zp1 + nu
+
+
+@jit
+def _logistic(m):
+    # log(1 + exp(-m)) and its derivative -1/(1 + exp(m)), without overflow
+    if m > 0:
+        e = math.exp(-m)
+        return math.log1p(e), -e / (1.0 + e)
+    e = math.exp(m)
+    return -m + math.log1p(e), -1.0 / (1.0 + e)
+
+
+@jit
+def _kadd(acc, comp, i, x):
+    """Neumaier-compensated acc[i] += x (comp[i] holds the running correction)."""
+    t = acc[i] + x
+    if abs(acc[i]) >= abs(x):
+        comp[i] += (acc[i] - t) + x
+    else:
+        comp[i] += (x - t) + acc[i]
+    acc[i] = t
+
+
+@jit
+def _state_terms(out, npos, nneg, nzero, S, T, alpha, dPQ, dQR, R, p, nu):
+    """Fill out[0:5] with a set's contributions to f, df/dalpha, df/dPd, df/dQs, df/dR."""
+    base = dQR * S + R * T
+    F = 0.0
+    GA = 0.0
+    GP = 0.0
+    GQ = 0.0
+    G0 = 0.0
+    if npos > 0:
+        u = dPQ + base
+        a, da = _act(alpha * u, p, nu)
+        F += npos * a
+        GA += npos * da * u
+        GP += npos * da
+        GQ += npos * da * (S - 1)
+        G0 += npos * da
+    if nneg > 0:
+        u = -dPQ + base
+        a, da = _act(alpha * u, p, nu)
+        F += nneg * a
+        GA += nneg * da * u
+        GP -= nneg * da
+        GQ += nneg * da * (S + 1)
+        G0 += nneg * da
+    if nzero > 0:
+        u = base
+        a, da = _act(alpha * u, p, nu)
+        F += nzero * a
+        GA += nzero * da * u
+        GQ += nzero * da * S
+        G0 += nzero * da
+    out[0] = F
+    out[1] = GA
+    out[2] = alpha * GP
+    out[3] = alpha * GQ
+    out[4] = alpha * G0 * (T - S)
+
+
+@jit
+def _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg):
+    """tab[t, s, :] for noise-set state s and sig[t, :] for the signal set, T = t + Tmin."""
+    K = npos.shape[0]
+    Tmin = C - M * C
+    nT = 2 * M * C + 1
+    tab = np.zeros((nT, K, 5))
+    sig = np.zeros((nT, 5))
+    dPQ = Pd - Qs
+    dQR = Qs - R
+    for t in range(nT):
+        T = Tmin + t
+        for s in range(K):
+            _state_terms(tab[t, s], npos[s], nneg[s], C - npos[s] - nneg[s], npos[s] - nneg[s],
+                         T, alpha, dPQ, dQR, R, p, nu)
+        _state_terms(sig[t], C, 0, 0, C, T, alpha, dPQ, dQR, R, p, nu)
+    return tab, sig
+
+
+@jit
+def _task(t, out, tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie):
+    """Sum over the multisets of M noise-set states (total nonzero <= kmax) that start with
+    the prefix ``tasks[t]`` (at most M - 1 states); writes (risk, error, df/dalpha, df/dPd,
+    df/dQs, df/dR weighted by l'(f), probability, number of multisets) into ``out[t]``.
+
+    An odometer runs over levels 0..M-2; the last level is a tight loop over its states.
+    """
+    d0 = tasks.shape[1]
+    K = n_of.shape[0]
+    Tmin = C - M * C
+    st = np.zeros(M + 1, dtype=np.int64)
+    run = np.ones(M + 1, dtype=np.int64)
+    wp = np.empty(M + 1)
+    nzp = np.zeros(M + 1, dtype=np.int64)
+    Sp = np.zeros(M + 1, dtype=np.int64)
+    acc = np.zeros(8)
+    comp = np.zeros(8)
+    blk = np.zeros(7)  # plain sums over blocks of leaves, then added compensated
+    wp[0] = w0
+    for j in range(d0):
+        s = tasks[t, j]
+        st[j] = s
+        if j > 0 and st[j - 1] == s:
+            run[j] = run[j - 1] + 1
+        else:
+            run[j] = 1
+        wp[j + 1] = wp[j] * pi[s] / run[j]
+        nzp[j + 1] = nzp[j] + n_of[s]
+        Sp[j + 1] = Sp[j] + S_of[s]
+    if M == 0:
+        ti = C - Tmin
+        f = sig[ti, 0]
+        loss, dl = _logistic(f)
+        w = wp[0]
+        out[t, 0] = w * loss
+        out[t, 1] = w if f < -tie else (0.5 * w if f <= tie else 0.0)
+        for r in range(4):
+            out[t, 2 + r] = w * dl * sig[ti, 1 + r]
+        out[t, 6] = w
+        out[t, 7] = 1.0
+        return
+    last = M - 1
+    j = d0
+    if j < last:
+        st[j] = st[j - 1] if j > 0 else 0
+    while True:
+        if j == last:
+            # the last level: every state s >= st[last - 1] that fits in the budget
+            s0 = st[last - 1] if last > 0 else 0
+            prev_run = run[last - 1] if last > 0 else 0
+            left = kmax - nzp[last]
+            wbase = wp[last]
+            Sbase = Sp[last] + C - Tmin
+            nleaf = 0
+            for s in range(s0, K):
+                if n_of[s] > left:
+                    break
+                ps = pi[s]
+                if ps == 0.0:
+                    continue
+                w = wbase * ps / (prev_run + 1 if (last > 0 and s == s0) else 1)
+                ti = Sbase + S_of[s]
+                f = sig[ti, 0] + tab[ti, s, 0]
+                g1 = sig[ti, 1] + tab[ti, s, 1]
+                g2 = sig[ti, 2] + tab[ti, s, 2]
+                g3 = sig[ti, 3] + tab[ti, s, 3]
+                g4 = sig[ti, 4] + tab[ti, s, 4]
+                for k in range(last):
+                    sk = st[k]
+                    f += tab[ti, sk, 0]
+                    g1 += tab[ti, sk, 1]
+                    g2 += tab[ti, sk, 2]
+                    g3 += tab[ti, sk, 3]
+                    g4 += tab[ti, sk, 4]
+                loss, dl = _logistic(f)
+                blk[0] += w * loss
+                if f < -tie:
+                    blk[1] += w
+                elif f <= tie:
+                    blk[1] += 0.5 * w
+                wd = w * dl
+                blk[2] += wd * g1
+                blk[3] += wd * g2
+                blk[4] += wd * g3
+                blk[5] += wd * g4
+                blk[6] += w
+                nleaf += 1
+            for r in range(7):
+                _kadd(acc, comp, r, blk[r])
+                blk[r] = 0.0
+            acc[7] += nleaf
+            j -= 1
+            if j < d0:
+                break
+            st[j] += 1
+            continue
+        s = st[j]
+        if s >= K or nzp[j] + n_of[s] * (M - j) > kmax:
+            # states are sorted by nonzero count: nothing later at this level fits either
+            j -= 1
+            if j < d0:
+                break
+            st[j] += 1
+            continue
+        if pi[s] == 0.0:
+            st[j] += 1  # a zero-probability state contributes nothing
+            continue
+        if j > 0 and st[j - 1] == s:
+            run[j] = run[j - 1] + 1
+        else:
+            run[j] = 1
+        wp[j + 1] = wp[j] * pi[s] / run[j]
+        nzp[j + 1] = nzp[j] + n_of[s]
+        Sp[j + 1] = Sp[j] + S_of[s]
+        j += 1
+        st[j] = s
+    for r in range(7):
+        out[t, r] = acc[r] + comp[r]
+    out[t, 7] = acc[7]
+
+
+@pjit
+def _enumerate_parallel(tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie):
+    n = tasks.shape[0]
+    out = np.zeros((n, 8))
+    # tasks are interleaved over the chunks: their sizes decrease along the (sorted) list
+    for c in prange(N_CHUNKS):
+        for t in range(c, n, N_CHUNKS):
+            _task(t, out, tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie)
+    return out
+
+
+@jit
+def _enumerate_serial(tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie):
+    out = np.zeros((tasks.shape[0], 8))
+    for t in range(tasks.shape[0]):
+        _task(t, out, tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie)
+    return out
+
+
+#: Below this many multisets the serial kernel is used (thread start-up would dominate).
+PARALLEL_MIN_CONFIGURATIONS = 200_000
+
+
+# -- states, counts, tails ---------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def _states(C: int, q: float):
+    """Noise-set states (n+, n-) sorted by nonzero count n, with their probabilities."""
+    npos, nneg = [], []
+    for n in range(C + 1):
+        for k in range(n, -1, -1):
+            npos.append(k)
+            nneg.append(n - k)
+    npos = np.array(npos, dtype=np.int64)
+    nneg = np.array(nneg, dtype=np.int64)
+    n_of = npos + nneg
+    S_of = npos - nneg
+    half = q / 2.0
+    pi = np.array([math.comb(C, int(a)) * math.comb(C - int(a), int(b)) * half ** int(a + b)
+                   * (1.0 - q) ** int(C - a - b) for a, b in zip(npos, nneg)])
+    for arr in (npos, nneg, n_of, S_of, pi):
+        arr.setflags(write=False)
+    return npos, nneg, n_of, S_of, pi
+
+
+def count_configurations(L: int, C: int, k: int | None = None) -> int:
+    """Number of multisets of L-1 noise-set states with total nonzero count <= k (all if None)."""
+    M = L - 1
+    kmax = M * C if k is None else min(int(k), M * C)
+    return _count(M, C, kmax)
+
+
+@functools.lru_cache(maxsize=256)
+def _count(M: int, C: int, kmax: int) -> int:
+    if kmax < 0:
+        return 0
+    # dp[m][t]: multisets of size m with total nonzero t, built state by state
+    dp = [[0] * (kmax + 1) for _ in range(M + 1)]
+    dp[0][0] = 1
+    for n in range(C + 1):
+        for _ in range(n + 1):  # n + 1 states have n nonzero entries
+            for m in range(1, M + 1):
+                prev, cur = dp[m - 1], dp[m]
+                for t in range(n, kmax + 1):
+                    cur[t] += prev[t - n]
+    return sum(dp[M])
+
+
+def tail_moments(N: int, q: float, k: int) -> tuple[float, float]:
+    """(P(n > k), E[n 1{n > k}]) for n ~ Binomial(N, q), summed term by term in log space."""
+    if k >= N:
+        return 0.0, 0.0
+    t0, t1 = _tails(int(N), float(q))
+    k = max(int(k), -1)
+    return float(t0[k + 1]), float(t1[k + 1])
+
+
+@functools.lru_cache(maxsize=256)
+def _tails(N: int, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """t0[k + 1] = P(n > k), t1[k + 1] = E[n 1{n > k}] for k = -1..N, as suffix sums of the
+    binomial pmf (each term exact in log space; summed from the smallest term up)."""
+    pmf = np.zeros(N + 1)
+    if q == 0.0:
+        pmf[0] = 1.0
+    elif q == 1.0:
+        pmf[N] = 1.0
+    else:
+        lq, l1q = math.log(q), math.log1p(-q)
+        lgN = math.lgamma(N + 1)
+        for n in range(N + 1):
+            pmf[n] = math.exp(lgN - math.lgamma(n + 1) - math.lgamma(N - n + 1) + n * lq
+                              + (N - n) * l1q)
+    t0 = np.zeros(N + 2)
+    t1 = np.zeros(N + 2)
+    for k in range(N - 1, -2, -1):  # P(n > k) = P(n > k + 1) + pmf[k + 1]
+        t0[k + 1] = t0[k + 2] + pmf[k + 1]
+        t1[k + 1] = t1[k + 2] + (k + 1) * pmf[k + 1]
+    t0 = np.minimum(t0, 1.0)
+    t0.setflags(write=False)
+    t1.setflags(write=False)
+    return t0, t1
+
+
+def bayes_error(L: int, C: int, q: float) -> float:
+    """Exact Bayes error of the noiseless-projection model.
+
+    Given s, P(s | y) = N_y(s) prod_l p(s_l) / (L (q/2)^C), N_y the number of sets that are all
+    y: the posterior favours the sign with more constant sets. With y = +1, N+ = 1 + M+ and
+    N- = M-, where (M+, M-) count the noise sets that are all +1 / all -1 (each with probability
+    r = (q/2)^C, independently): error = P(M- > M+ + 1) + P(M- = M+ + 1) / 2.
+
+    References
+    ----------
+    SPEC section 5.
+    """
+    L, C, q = _check_sizes(L, C, q)
+    M = L - 1
+    r = (q / 2.0) ** C
+    rest = 1.0 - 2.0 * r
+    err = 0.0
+    for mp in range(M + 1):
+        for mm in range(M - mp + 1):
+            if mm < mp + 1:
+                continue
+            prob = (math.comb(M, mp) * math.comb(M - mp, mm) * r ** (mp + mm)
+                    * rest ** (M - mp - mm))
+            err += prob if mm > mp + 1 else 0.5 * prob
+    return float(err)
+
+
+# -- planning: which truncation, at what cost ---------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """A truncation level k with its certified bounds and its cost."""
+
+    k: int
+    configurations: int
+    complete: bool
+    omitted_probability: float
+    bounds: dict
+
+    @property
+    def bound(self) -> float:
+        return max(self.bounds.values())
+
+    @property
+    def estimated_seconds(self) -> float:
+        return self.configurations * SECONDS_PER_CONFIGURATION
+
+
+def _bounds(L, C, q, p, nu, alpha, a, b, c, k) -> tuple[dict, float]:
+    D = L * C
+    N = (L - 1) * C
+    t0, tn = tail_moments(N, q, k)
+    t1 = C * t0 + tn  # E[(C + n) 1{n > k}]
+    A = abs(alpha)
+    actA = A ** p + nu * A
+    dactA = p * A ** (p - 1) + nu
+    Pd, Qs, R = attention_values(a, b, c, L, C)
+    s = _BOUND_SAFETY
+    bounds = {
+        "risk": s * (math.log(2.0) * t0 + actA * t1),
+        "error": s * t0,
+        "alpha": s * dactA * t1,
+        "a": s * A * dactA * 2 * Pd * (1 - Pd) * t1,
+        "b": s * A * dactA * 2 * (C - 1) * Qs * (1 - (C - 1) * Qs) * t1,
+        "c": s * A * dactA * 2 * (D - C) * R * (1 - (D - C) * R) * t1,
+    }
+    bounds = {k_: max(0.0, float(v)) for k_, v in bounds.items()}
+    return bounds, t0
+
+
+def _refuse(what: str, configurations: int, max_configurations: int,
+            hint: str = "") -> ValueError:
+    return ValueError(
+        f"{what} needs {configurations:,} configurations (estimated "
+        f"{configurations * SECONDS_PER_CONFIGURATION:.3g} s), more than the cap of "
+        f"{max_configurations:,}{hint}")
+
+
+def plan(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float, b: float,
+         c: float, tol: float | None = None,
+         max_configurations: int = MAX_CONFIGURATIONS) -> Plan:
+    """Choose the truncation: full enumeration (``tol=None``) or the smallest k meeting ``tol``.
+
+    ``tol`` bounds the omitted part of every returned quantity: risk, error and each gradient
+    component in (alpha, a, b, c). Raises ValueError (stating the configurations and the
+    estimated seconds) when the enumeration needed exceeds ``max_configurations``.
+    """
+    M, N = L - 1, (L - 1) * C
+    if tol is None:
+        n_conf = count_configurations(L, C)
+        if n_conf > max_configurations:
+            raise _refuse(f"full enumeration at L={L}, C={C}", n_conf, max_configurations,
+                          "; pass a tolerance (--tol) for a certified truncation")
+        bounds = {k_: 0.0 for k_ in ("risk", "error", "alpha", "a", "b", "c")}
+        return Plan(k=N, configurations=n_conf, complete=True, omitted_probability=0.0,
+                    bounds=bounds)
+    if not (tol > 0 and math.isfinite(tol)):
+        raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+    for k in range(0, N + 1):
+        bounds, t0 = _bounds(L, C, q, p, nu, alpha, a, b, c, k)
+        if max(bounds.values()) <= tol:
+            break
+    n_conf = count_configurations(L, C, k)
+    if n_conf > max_configurations:
+        raise _refuse(f"tolerance {tol:g} at L={L}, C={C} (truncation at {k} nonzero noise "
+                      f"entries of {N})", n_conf, max_configurations)
+    complete = k >= N or t0 == 0.0
+    return Plan(k=k, configurations=n_conf, complete=complete, omitted_probability=t0,
+                bounds=bounds)
+
+
+# -- public evaluation -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Evaluation:
+    """Exact (or certified-truncated) population quantities at one point.
+
+    Attributes
+    ----------
+    risk, error : float
+        Population logistic risk and zero-one error (ties 1/2); a truncated sum is a lower
+        bound, within ``bounds['risk']`` / ``bounds['error']`` of the true value.
+    grad : dict
+        Derivatives of the risk in ``alpha`` and the reduced attention coordinates (``a``,
+        ``b``, ``c`` for logits; ``x``, ``y``, ``w`` for the Gram form).
+    grad_values : tuple
+        Derivatives in the attention values (Pd, Qs, R).
+    bayes_error : float
+        Exact Bayes error of the model (independent of the parameters).
+    configurations : int
+        Number of multisets enumerated.
+    k : int
+        Largest total nonzero count enumerated ((L-1) C when complete).
+    bounds : dict
+        Certified bound on the omitted part of each quantity (0 when complete).
+    probability : float
+        Total probability of the enumerated configurations (1 - omitted, up to rounding).
+    """
+
+    risk: float
+    error: float
+    grad: dict
+    grad_values: tuple
+    bayes_error: float
+    configurations: int
+    k: int
+    complete: bool
+    bounds: dict
+    probability: float
+    omitted_probability: float
+    attention: tuple = field(default=())
+
+    @property
+    def bound(self) -> float:
+        """The largest bound over all returned quantities."""
+        return max(self.bounds.values())
+
+
+def _check_sizes(L, C, q):
+    for name, v in (("L", L), ("C", C)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if isinstance(q, bool) or not (0.0 <= float(q) <= 1.0):
+        raise ValueError(f"q must lie in [0, 1], got {q!r}")
+    return int(L), int(C), float(q)
+
+
+def check_problem(L, C, q, p, nu):
+    """Validate and coerce (L, C, q, p, nu)."""
+    L, C, q = _check_sizes(L, C, q)
+    if isinstance(p, bool) or int(p) != p or p < 3 or int(p) % 2 == 0:
+        raise ValueError(f"p must be an odd integer >= 3, got {p!r}")
+    nu = float(nu)
+    if not (math.isfinite(nu) and nu >= 0):
+        raise ValueError(f"nu must be finite and >= 0, got {nu!r}")
+    return L, C, q, int(p), nu
+
+
+def _check_point(**values):
+    out = []
+    for name, v in values.items():
+        v = float(v)
+        if not math.isfinite(v):
+            raise ValueError(f"{name} must be finite, got {v!r}")
+        out.append(v)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _tasks_cached(n_key, pi_zero, M, k, depth):
+    n_of = np.array(n_key, dtype=np.int64)
+    pi = np.where(np.array(pi_zero), 0.0, 1.0)
+    out = _tasks(n_of, pi, M, k, depth)
+    out.setflags(write=False)
+    return out
+
+
+def _tasks(n_of, pi, M, k, depth):
+    """Non-decreasing prefixes of length ``depth`` that can still complete within k."""
+    K = n_of.shape[0]
+    rows = []
+    stack = [([], 0)]
+    while stack:
+        prefix, nz = stack.pop()
+        if len(prefix) == depth:
+            rows.append(prefix)
+            continue
+        start = prefix[-1] if prefix else 0
+        left = M - len(prefix)
+        for s in range(K - 1, start - 1, -1):
+            if pi[s] == 0.0 or nz + n_of[s] * left > k:
+                continue
+            stack.append((prefix + [s], nz + int(n_of[s])))
+    rows.sort()
+    return np.array(rows, dtype=np.int64).reshape(len(rows), depth)
+
+
+def _run(L, C, q, p, nu, alpha, a, b, c, k, n_conf):
+    M = L - 1
+    D = L * C
+    npos, nneg, n_of, S_of, pi = _states(C, q)
+    Pd, Qs, R = attention_values(a, b, c, L, C)
+    tab, sig = _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg)
+    tasks = _tasks_cached(tuple(int(n) for n in n_of), tuple(bool(x == 0.0) for x in pi), M, k,
+                          max(0, min(2, M - 1)))
+    A = abs(alpha)
+    tie = TIE_RTOL * D * (A ** p + nu * A)
+    kernel = (_enumerate_parallel if n_conf >= PARALLEL_MIN_CONFIGURATIONS
+              else _enumerate_serial)
+    out = kernel(tab, sig, n_of, S_of, pi, M, C, k, tasks, float(math.factorial(M)), tie)
+    total = np.array([math.fsum(out[:, r]) for r in range(8)])
+    return total, (Pd, Qs, R)
+
+
+def _uniform(values, L: int, C: int) -> bool:
+    """Whether the attention is exactly uniform (all present classes equal, bit for bit)."""
+    Pd, Qs, R = values
+    present = [Pd] + ([Qs] if C > 1 else []) + ([R] if L > 1 else [])
+    return all(v == Pd for v in present)
+
+
+def evaluate(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float, b: float,
+             c: float, *, tol: float | None = None,
+             max_configurations: int = MAX_CONFIGURATIONS) -> Evaluation:
+    """Exact population risk, error and gradient at (alpha, a, b, c) for invariant logits.
+
+    Parameters
+    ----------
+    L, C, q, p, nu : problem (sets, set size, feature-noise rate, activation).
+    alpha : float
+        <v, w*> (the projection noise is zero).
+    a, b, c : float
+        Invariant logits Q = a I + b (B - I) + c (J - B).
+    tol : float, optional
+        ``None``: full enumeration (exact up to rounding). Otherwise truncate at the smallest
+        total nonzero count whose certified bound on the omitted part of every returned
+        quantity is <= tol.
+    max_configurations : int
+        Refuse (ValueError with the estimated cost) beyond this many multisets.
+
+    References
+    ----------
+    SPEC section 5.
+    """
+    L, C, q, p, nu = check_problem(L, C, q, p, nu)
+    alpha, a, b, c = _check_point(alpha=alpha, a=a, b=b, c=c)
+    pl = plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations)
+    total, values = _run(L, C, q, p, nu, alpha, a, b, c, pl.k, pl.configurations)
+    if _uniform(values, L, C):
+        # Exact identity: at uniform attention every entry of a row gets the same per-entry
+        # gradient, so d/da = d/db = d/dc = 0 (module notes); the computed values are rounding
+        # noise (~1e-18) that the unstable fixed point would amplify.
+        ga = gb = gc = 0.0
+    else:
+        ga, gb, gc = (float(g) for g in chain_to_logits(total[3], total[4], total[5], a, b, c,
+                                                         L, C))
+    return Evaluation(risk=float(total[0]), error=float(total[1]),
+                      grad={"alpha": float(total[2]), "a": ga, "b": gb, "c": gc},
+                      grad_values=(float(total[3]), float(total[4]), float(total[5])),
+                      bayes_error=bayes_error(L, C, q), configurations=int(total[7]),
+                      k=pl.k, complete=pl.complete, bounds=dict(pl.bounds),
+                      probability=float(total[6]), omitted_probability=pl.omitted_probability,
+                      attention=values)
+
+
+def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: float,
+                  y: float, w: float, *, tol: float | None = None,
+                  max_configurations: int = MAX_CONFIGURATIONS) -> Evaluation:
+    """:func:`evaluate` for Q = P P^T with invariant symmetric P = x I + y (B - I) + w (J - B).
+
+    ``grad`` holds derivatives in (alpha, x, y, w) (chain rule through
+    :func:`theory.invariant.gram_to_logits`); the bounds are propagated with |J|^T.
+    """
+    L, C, q, p, nu = check_problem(L, C, q, p, nu)
+    alpha, x, y, w = _check_point(alpha=alpha, x=x, y=y, w=w)
+    a, b, c = gram_to_logits(x, y, w, L, C)
+    J = np.abs(gram_jacobian(x, y, w, L, C))
+    # a tolerance in (a, b, c) that gives ``tol`` in (x, y, w): |J|^T bounds <= colsum * max
+    scale = max(1.0, float(J.sum(axis=0).max()))
+    ev = evaluate(L, C, q, p, nu, alpha, a, b, c, tol=None if tol is None else tol / scale,
+                  max_configurations=max_configurations)
+    gx, gy, gw = chain_to_gram(ev.grad["a"], ev.grad["b"], ev.grad["c"], x, y, w, L, C)
+    bab = np.array([ev.bounds["a"], ev.bounds["b"], ev.bounds["c"]])
+    bx = J.T @ bab
+    bounds = {"risk": ev.bounds["risk"], "error": ev.bounds["error"],
+              "alpha": ev.bounds["alpha"], "x": float(bx[0]), "y": float(bx[1]),
+              "w": float(bx[2])}
+    return Evaluation(risk=ev.risk, error=ev.error,
+                      grad={"alpha": ev.grad["alpha"], "x": gx, "y": gy, "w": gw},
+                      grad_values=ev.grad_values, bayes_error=ev.bayes_error,
+                      configurations=ev.configurations, k=ev.k, complete=ev.complete,
+                      bounds=bounds, probability=ev.probability,
+                      omitted_probability=ev.omitted_probability, attention=ev.attention)

@@ -1,0 +1,79 @@
+"""Slow, obviously-correct references for the population engine (plain NumPy, tiny D only),
+and the tolerances of the population tests.
+
+:func:`naive_population` enumerates every (y, l*, noise pattern) with itertools and evaluates
+the model of :mod:`theory.model` on all of them at once; it is what the Numba brute-force oracle
+is checked against, which in turn checks the symmetry-reduced engine.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from theory import model
+
+# -- tolerances of the population tests (named by the quantity they bound) -------------------
+#: Exact engine vs brute-force oracle, risk and error (issue 3 acceptance: <= 1e-12 relative).
+ENGINE_VS_BRUTEFORCE_REL = 1e-12
+#: Numba oracle vs the NumPy reference (same sums, different order).
+ORACLE_VS_NUMPY_REL = 1e-12
+#: Analytic population gradient vs 5-point central differences (acceptance: <= 1e-7 relative,
+#: measured against the largest gradient component).
+POP_GRAD_FD_REL = 1e-7
+#: Step of the 5-point stencil (truncation ~h^4, rounding ~1e-16/h).
+POP_FD_STEP = 1e-4
+#: Gradient in (a, b, c) / the full D x D gradient of the oracle (rounding of ~1e4-term sums).
+POP_GRAD_VS_ORACLE_REL = 1e-10
+#: Brute-force risk under a structure-preserving permutation (acceptance: equal).
+INVARIANCE_REL = 1e-12
+#: a = b = c along dynamics started from kappa = 0 (acceptance: 1e-12).
+UNIFORM_ABS = 1e-12
+#: Conserved row sum a + (C-1) b + (D-C) c along the population dynamics.
+POP_ROW_SUM_REL = 1e-12
+#: Enumerated probability vs 1 - binomial tail.
+PROBABILITY_ABS = 1e-13
+#: One population step vs the projected full-Q step.
+STEP_VS_FULL_ABS = 1e-12
+
+
+def naive_population(Q, structure, q, p, nu, alpha, tie_rtol):
+    """(risk, error, bayes_error) by plain enumeration: every y, l* and noise pattern.
+
+    Ties: margins within ``tie_rtol * D * act(|alpha|)`` of zero count 1/2.
+    """
+    A = model.softmax_rows(np.asarray(Q, dtype=np.float64))
+    L, C, D = structure.L, structure.C, structure.D
+    N = (L - 1) * C
+    patterns = np.array(list(itertools.product((0.0, 1.0, -1.0), repeat=N)),
+                        dtype=np.float64).reshape(3 ** N, N)
+    nnz = (patterns != 0).sum(axis=1)
+    prob = (q / 2) ** nnz * (1 - q) ** (N - nnz)
+    tie = tie_rtol * D * (abs(alpha) ** p + nu * abs(alpha))
+    risk = err = bayes = 0.0
+    pset = lambda n: (q / 2) ** n * (1 - q) ** (C - n)  # noqa: E731
+    for lstar in range(L):
+        noise = np.setdiff1d(np.arange(D), structure.sets[lstar])
+        for y in (1.0, -1.0):
+            s = np.zeros((patterns.shape[0], D))
+            s[:, structure.sets[lstar]] = y
+            s[:, noise] = patterns
+            f = model.act(alpha * (s @ A.T), p, nu).sum(axis=1)
+            m = y * f
+            w = prob / (2 * L)
+            risk += float(np.sum(w * model.logistic_loss(m)))
+            err += float(np.sum(w * np.where(m < -tie, 1.0, np.where(m <= tie, 0.5, 0.0))))
+            # Bayes: likelihoods of the observed s under y = +-1
+            like = {1.0: np.zeros(len(s)), -1.0: np.zeros(len(s))}
+            sets_s = s[:, structure.sets]                        # (P, L, C)
+            n_set = (sets_s != 0).sum(axis=2)
+            p_set = pset(n_set)                                  # (P, L)
+            for l in range(L):
+                others = np.prod(np.delete(p_set, l, axis=1), axis=1)
+                for sign in (1.0, -1.0):
+                    like[sign] += np.where(np.all(sets_s[:, l] == sign, axis=1), others, 0.0)
+            lp, lm = like[1.0], like[-1.0]
+            tie_b = np.abs(lp - lm) <= 1e-12 * np.maximum(lp, lm)
+            wrong = np.where(tie_b, 0.5, np.where((lp > lm) != (y > 0), 1.0, 0.0))
+            bayes += float(np.sum(w * wrong))
+    return risk, err, bayes

@@ -1,0 +1,105 @@
+"""Population gradient descent: conventions of the sampled engine, conservation laws, the
+uniform fixed point, the shared initial point, and saving/loading."""
+import numpy as np
+import pytest
+
+from simulations.population import (PopulationResult, bruteforce_risk, initial_point,
+                                    population_descent, run_population)
+from simulations.sampler import streams, unit_vector
+from simulations.train import initial_parameters
+from theory.config import preset
+from theory.invariant import (gram_to_logits, invariant_logits, project_invariant, row_sum)
+from theory.model import gram_grad
+from theory.structure import random_partition
+
+from tests.reference_population import POP_ROW_SUM_REL, STEP_VS_FULL_ABS, UNIFORM_ABS
+
+
+@pytest.mark.parametrize("L,C", [(3, 3), (2, 4), (3, 2)])
+def test_one_step_equals_projected_full_step(L, C):
+    """A population step moves (alpha, a, b, c) exactly as per-entry GD on the full Q does."""
+    S = random_partition(L, C, np.random.default_rng(3))
+    q, p, nu, eta_v, eta_Q = 0.3, 5, 0.03, 0.1, 50.0
+    alpha, a, b, c = 0.9, 1.6, 0.3, -0.2
+    traj = population_descent(L, C, q, p, nu, alpha, (a, b, c), eta_v=eta_v, eta_Q=eta_Q,
+                              steps=1, at=[0, 1])
+    bf = bruteforce_risk(invariant_logits(a, b, c, S), S, q, p, nu, alpha, grad=True)
+    Q1 = invariant_logits(a, b, c, S) - eta_Q * bf.grad_Q
+    assert np.max(np.abs(Q1 - invariant_logits(*project_invariant(Q1, S), S))) <= STEP_VS_FULL_ABS
+    assert np.allclose([traj.a[1], traj.b[1], traj.c[1]], project_invariant(Q1, S), rtol=0,
+                       atol=STEP_VS_FULL_ABS)
+    assert abs(traj.alpha[1] - (alpha - eta_v * bf.grad_alpha)) <= STEP_VS_FULL_ABS
+    assert traj.loss[0] == pytest.approx(bf.risk, rel=1e-12)
+
+
+def test_one_gram_step_equals_full_P_step():
+    L, C = 3, 3
+    S = random_partition(L, C, np.random.default_rng(4))
+    q, p, nu, eta_v, eta_Q = 0.3, 5, 0.03, 0.1, 50.0
+    alpha, x, y, w = 0.8, 1.2, 0.2, -0.1
+    traj = population_descent(L, C, q, p, nu, alpha, (x, y, w), eta_v=eta_v, eta_Q=eta_Q,
+                              steps=1, at=[0, 1], param="gram")
+    P0 = invariant_logits(x, y, w, S)  # P has the same invariant form
+    bf = bruteforce_risk(P0 @ P0.T, S, q, p, nu, alpha, grad=True)
+    P1 = P0 - eta_Q * gram_grad(bf.grad_Q, P0)
+    assert np.allclose(P1, P1.T, atol=STEP_VS_FULL_ABS)
+    assert np.allclose(traj.coords[1], project_invariant(P1, S), rtol=0, atol=STEP_VS_FULL_ABS)
+    assert np.allclose([traj.a[1], traj.b[1], traj.c[1]],
+                       gram_to_logits(*traj.coords[1], L, C), rtol=0, atol=1e-14)
+
+
+def test_uniform_start_stays_uniform():
+    cfg = preset("ref", kappa=0.0)
+    res = run_population(cfg, 0, steps=600, records=20)
+    t = res.trajectory
+    assert t.status == "ok"
+    assert np.max(np.abs(t.a - t.b)) <= UNIFORM_ABS
+    assert np.max(np.abs(t.a - t.c)) <= UNIFORM_ABS
+    assert np.allclose(t.mass_mean, cfg.C / cfg.D, rtol=0, atol=1e-15)
+    assert t.alpha[-1] > 1.0  # alpha still learns
+
+
+@pytest.mark.parametrize("param", ["logits", "gram"])
+def test_row_sum_is_conserved(param):
+    cfg = preset("ref", param=param)
+    res = run_population(cfg, 1, steps=300, records=15)
+    t = res.trajectory
+    rs = np.array([row_sum(a, b, c, cfg.L, cfg.C) for a, b, c in zip(t.a, t.b, t.c)])
+    if param == "logits":
+        assert np.max(np.abs(rs - rs[0])) <= POP_ROW_SUM_REL * max(1.0, abs(rs[0]))
+    # the attention moved (this is not a trivial conservation)
+    assert t.mass_mean[-1] > t.mass_mean[0] + 0.1
+    assert np.allclose(t.gap_ac, t.a - t.c) and np.allclose(t.gap_bc, t.b - t.c)
+
+
+def test_initial_point_matches_the_sampled_run():
+    cfg = preset("ref")
+    alpha0, coords0, S = initial_point(cfg, 5)
+    rng = streams(5)
+    w_star = unit_vector(cfg.d, rng["feature"])
+    v0, theta0 = initial_parameters(cfg, rng["init"])
+    assert alpha0 == float(v0 @ w_star)
+    assert tuple(coords0) == (cfg.kappa, 0.0, 0.0)
+    assert np.array_equal(S.sets, random_partition(cfg.L, cfg.C, streams(5)["structure"]).sets)
+
+
+def test_reference_run_reaches_association_and_bayes(tmp_path):
+    cfg = preset("ref")
+    res = run_population(cfg, 0, steps=3000, records=20)
+    s = res.summary()
+    assert s["within_mass_min"] >= 0.95
+    assert s["error"] <= 1.3 * s["bayes_error"]
+    res.save(tmp_path / "pop")
+    back = PopulationResult.load(tmp_path / "pop")
+    for k in ("steps", "alpha", "a", "b", "c", "loss", "error", "coords"):
+        assert np.array_equal(getattr(back.trajectory, k), getattr(res.trajectory, k))
+    assert back.bayes_error == res.bayes_error
+    assert np.array_equal(back.structure.sets, res.structure.sets)
+    A = back.trajectory.attention(back.structure)
+    assert np.allclose(A.sum(axis=1), 1.0)
+
+
+def test_record_steps_are_validated():
+    with pytest.raises(ValueError, match="record steps"):
+        population_descent(2, 2, 0.3, 5, 0.03, 0.1, (1, 0, 0), eta_v=0.1, eta_Q=1.0, steps=3,
+                           at=[0, 5])
