@@ -9,7 +9,8 @@ tests compare against), in one pass over the samples:
     G_i = y l'(m) act'(z_i) / N,  dA += G U^T,  grad_v += sum_j (A^T G)_j X_j.
 
 The sample loop is split into :data:`~simulations._jit.N_CHUNKS` fixed chunks, each with its own
-accumulator, merged in order afterwards: results are deterministic whatever the thread count.
+accumulator, merged in order afterwards: results are deterministic whatever the thread count, and
+the serial driver (small inputs) gives the same numbers as the threaded one (large inputs).
 
 References
 ----------
@@ -67,69 +68,16 @@ def _grad_logits(A, gA):
     return gQ
 
 
-@pjit
-def _loss_grad_kernel(X, y, v, A, p, nu):
+@jit
+def _accumulate(X, y, v, A, p, nu, lo, hi, gv, gA):
+    """Add samples lo..hi-1 to the accumulators gv, gA; return their (loss, error) sums."""
     N, D, d = X.shape
-    nchunk = N_CHUNKS
-    loss_c = np.zeros(nchunk)
-    err_c = np.zeros(nchunk)
-    gv_c = np.zeros((nchunk, d))
-    gA_c = np.zeros((nchunk, D, D))
-    for c in prange(nchunk):
-        U = np.empty(D)
-        z = np.empty(D)
-        G = np.empty(D)
-        lo = c * N // nchunk
-        hi = (c + 1) * N // nchunk
-        for n in range(lo, hi):
-            for j in range(D):
-                acc = 0.0
-                for k in range(d):
-                    acc += X[n, j, k] * v[k]
-                U[j] = acc
-            f = 0.0
-            for i in range(D):
-                acc = 0.0
-                for j in range(D):
-                    acc += A[i, j] * U[j]
-                z[i] = acc
-                f += z[i] ** p + nu * z[i]
-            m = y[n] * f
-            l, dl = _logistic(m)
-            loss_c[c] += l
-            if m < 0:
-                err_c[c] += 1.0
-            elif m == 0:
-                err_c[c] += 0.5
-            g = y[n] * dl / N
-            for i in range(D):
-                G[i] = g * (p * z[i] ** (p - 1) + nu)
-                for j in range(D):
-                    gA_c[c, i, j] += G[i] * U[j]
-            for j in range(D):
-                gu = 0.0
-                for i in range(D):
-                    gu += G[i] * A[i, j]
-                for k in range(d):
-                    gv_c[c, k] += gu * X[n, j, k]
+    U = np.empty(D)
+    z = np.empty(D)
+    G = np.empty(D)
     loss = 0.0
     err = 0.0
-    gv = np.zeros(d)
-    gA = np.zeros((D, D))
-    for c in range(nchunk):
-        loss += loss_c[c]
-        err += err_c[c]
-        gv += gv_c[c]
-        gA += gA_c[c]
-    return loss / N, err / N, gv, gA
-
-
-@pjit
-def _margins_kernel(X, y, v, A, p, nu):
-    N, D, d = X.shape
-    out = np.empty(N)
-    for n in prange(N):
-        U = np.empty(D)
+    for n in range(lo, hi):
         for j in range(D):
             acc = 0.0
             for k in range(d):
@@ -137,12 +85,113 @@ def _margins_kernel(X, y, v, A, p, nu):
             U[j] = acc
         f = 0.0
         for i in range(D):
-            zi = 0.0
+            acc = 0.0
             for j in range(D):
-                zi += A[i, j] * U[j]
-            f += zi ** p + nu * zi
-        out[n] = y[n] * f
+                acc += A[i, j] * U[j]
+            z[i] = acc
+            f += z[i] ** p + nu * z[i]
+        m = y[n] * f
+        l, dl = _logistic(m)
+        loss += l
+        if m < 0:
+            err += 1.0
+        elif m == 0:
+            err += 0.5
+        g = y[n] * dl / N
+        for i in range(D):
+            G[i] = g * (p * z[i] ** (p - 1) + nu)
+            for j in range(D):
+                gA[i, j] += G[i] * U[j]
+        for j in range(D):
+            gu = 0.0
+            for i in range(D):
+                gu += G[i] * A[i, j]
+            for k in range(d):
+                gv[k] += gu * X[n, j, k]
+    return loss, err
+
+
+@jit
+def _merge(loss_c, err_c, gv_c, gA_c, N):
+    loss = 0.0
+    err = 0.0
+    gv = np.zeros(gv_c.shape[1])
+    gA = np.zeros(gA_c.shape[1:])
+    for c in range(loss_c.shape[0]):
+        loss += loss_c[c]
+        err += err_c[c]
+        gv += gv_c[c]
+        gA += gA_c[c]
+    return loss / N, err / N, gv, gA
+
+
+@jit
+def _loss_grad_serial(X, y, v, A, p, nu):
+    N, D, d = X.shape
+    loss_c = np.zeros(N_CHUNKS)
+    err_c = np.zeros(N_CHUNKS)
+    gv_c = np.zeros((N_CHUNKS, d))
+    gA_c = np.zeros((N_CHUNKS, D, D))
+    for c in range(N_CHUNKS):
+        loss_c[c], err_c[c] = _accumulate(X, y, v, A, p, nu, c * N // N_CHUNKS,
+                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c])
+    return _merge(loss_c, err_c, gv_c, gA_c, N)
+
+
+@pjit
+def _loss_grad_parallel(X, y, v, A, p, nu):
+    N, D, d = X.shape
+    loss_c = np.zeros(N_CHUNKS)
+    err_c = np.zeros(N_CHUNKS)
+    gv_c = np.zeros((N_CHUNKS, d))
+    gA_c = np.zeros((N_CHUNKS, D, D))
+    for c in prange(N_CHUNKS):
+        loss_c[c], err_c[c] = _accumulate(X, y, v, A, p, nu, c * N // N_CHUNKS,
+                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c])
+    return _merge(loss_c, err_c, gv_c, gA_c, N)
+
+
+@jit
+def _margin(X, y, v, A, p, nu, n, U):
+    D, d = X.shape[1], X.shape[2]
+    for j in range(D):
+        acc = 0.0
+        for k in range(d):
+            acc += X[n, j, k] * v[k]
+        U[j] = acc
+    f = 0.0
+    for i in range(D):
+        zi = 0.0
+        for j in range(D):
+            zi += A[i, j] * U[j]
+        f += zi ** p + nu * zi
+    return y[n] * f
+
+
+@jit
+def _margins_serial(X, y, v, A, p, nu):
+    out = np.empty(X.shape[0])
+    U = np.empty(X.shape[1])
+    for n in range(X.shape[0]):
+        out[n] = _margin(X, y, v, A, p, nu, n, U)
     return out
+
+
+@pjit
+def _margins_parallel(X, y, v, A, p, nu):
+    N = X.shape[0]
+    out = np.empty(N)
+    for c in prange(N_CHUNKS):
+        U = np.empty(X.shape[1])
+        for n in range(c * N // N_CHUNKS, (c + 1) * N // N_CHUNKS):
+            out[n] = _margin(X, y, v, A, p, nu, n, U)
+    return out
+
+
+#: Inputs with at least this many entries (N * D * d) use the threaded drivers; smaller ones
+#: the serial drivers, which give identical numbers (same chunks, same merge order) without the
+#: thread start-up cost. ``patchassoc bench`` measures both.
+PARALLEL_MIN_ENTRIES = 1 << 21
 
 
 # -- validated public API ---------------------------------------------------------------------
@@ -193,7 +242,8 @@ def loss_and_grad(X, y, v, A, p: int, nu: float) -> dict:
     Same contract as :func:`theory.model.loss_and_grad`.
     """
     X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu)
-    loss, err, gv, gA = _loss_grad_kernel(X, y, v, A, p, nu)
+    kernel = _loss_grad_parallel if X.size >= PARALLEL_MIN_ENTRIES else _loss_grad_serial
+    loss, err, gv, gA = kernel(X, y, v, A, p, nu)
     return {"loss": loss, "error": err, "grad_v": gv, "grad_A": gA,
             "grad_Q": _grad_logits(A, gA)}
 
@@ -201,4 +251,5 @@ def loss_and_grad(X, y, v, A, p: int, nu: float) -> dict:
 def margins(X, y, v, A, p: int, nu: float) -> np.ndarray:
     """Margins m_n = y_n f(X_n) of every sample (Numba)."""
     X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu)
-    return _margins_kernel(X, y, v, A, p, nu)
+    kernel = _margins_parallel if X.size >= PARALLEL_MIN_ENTRIES else _margins_serial
+    return kernel(X, y, v, A, p, nu)

@@ -42,7 +42,9 @@ class Config:
     d : int
         Patch dimension (ambient dimension of w*).
     L, C : int
-        Number of sets and set size; D = L * C patches.
+        Number of sets and set size.
+    D : int or None
+        Number of patches; ``None`` -> L * C. When given it must equal L * C.
     q : float or None
         Probability that a non-signal patch carries a stray copy of the feature (sign +-1, each
         with probability q/2). ``None`` -> ln(d) / D.
@@ -75,6 +77,7 @@ class Config:
     d: int = 256
     L: int = 4
     C: int = 4
+    D: int | None = None
     q: float | None = None
     sigma: float | None = None
     noise: str = "isotropic"
@@ -86,25 +89,30 @@ class Config:
     kappa: float | None = None
     eta_v: float = 0.1
     eta_Q: float = 50.0
-    steps: int = 400
+    steps: int = 600
     n_train: int = 4000
     n_test: int = 20000
     records: int = 30
 
     def __post_init__(self) -> None:
-        for name in ("d", "L", "C", "p", "steps", "n_train", "n_test", "records"):
+        if self.D is None:
+            object.__setattr__(self, "D", self.L * self.C if _is_int(self.L) and
+                               _is_int(self.C) else None)
+        for name in ("d", "L", "C", "D", "p", "steps", "n_train", "n_test", "records"):
             value = getattr(self, name)
             if not _is_int(value):
                 raise ValueError(f"{name} must be an integer, got {value!r}")
         for name in ("d", "L", "C", "n_train", "n_test", "records"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.D != self.L * self.C:
+            raise ValueError(f"D must equal L*C: D = {self.D}, L*C = {self.L}*{self.C}")
         if self.steps < 0:
             raise ValueError(f"steps must be >= 0, got {self.steps}")
         if self.p < 3 or self.p % 2 == 0:
             raise ValueError(f"p must be an odd integer >= 3, got {self.p}")
         # Resolve the reference scalings before the float checks, so they are checked too.
-        D = self.L * self.C
+        D = self.D
         if self.q is None:
             object.__setattr__(self, "q", min(1.0, math.log(self.d) / D) if self.d > 1 else 0.0)
         if self.sigma is None:
@@ -140,12 +148,6 @@ class Config:
             if w * w != self.C or g % w:
                 raise ValueError(f"structure='windows' needs square windows tiling the "
                                  f"{g}x{g} grid: C = {self.C} must be w*w with w dividing {g}")
-
-    # -- derived quantities -------------------------------------------------------------------
-    @property
-    def D(self) -> int:
-        """Number of patches, D = L * C."""
-        return self.L * self.C
 
     def replace(self, **changes: Any) -> "Config":
         """A copy with some fields changed (validated again)."""
@@ -219,10 +221,51 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ValueError(f"--set {key}={raw}: expected {'an integer' if kind is int else 'a number'}")
 
 
+def _divisors(n: int) -> str:
+    return ", ".join(str(k) for k in range(1, n + 1) if n % k == 0)
+
+
+def _resolve_sizes(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Sizes after overrides. The number of patches D is the image's, so it stays fixed unless
+    both L and C (or D itself) are overridden: overriding C alone gives L = D / C and C must
+    divide D; likewise for L."""
+    L0, C0 = base.get("L", 4), base.get("C", 4)
+    D = overrides.get("D", base.get("D") or L0 * C0)
+    has_L, has_C = "L" in overrides, "C" in overrides
+    if has_L and has_C:
+        L, C = overrides["L"], overrides["C"]
+        if "D" not in overrides:
+            D = L * C if _is_int(L) and _is_int(C) else None
+        return dict(L=L, C=C, D=D)
+    if not (_is_int(D) and D >= 1):
+        raise ValueError(f"D must be an integer >= 1, got {D!r}")
+    if has_C or not has_L:
+        C = overrides.get("C", C0)
+        if not (_is_int(C) and C >= 1):
+            raise ValueError(f"C must be an integer >= 1, got {C!r}")
+        if D % C:
+            raise ValueError(f"C = {C} does not divide the number of patches D = {D} "
+                             f"(divisors: {_divisors(D)}); set L as well to change D = L*C")
+        return dict(L=D // C, C=C, D=D)
+    L = overrides["L"]
+    if not (_is_int(L) and L >= 1):
+        raise ValueError(f"L must be an integer >= 1, got {L!r}")
+    if D % L:
+        raise ValueError(f"L = {L} does not divide the number of patches D = {D} "
+                         f"(divisors: {_divisors(D)}); set C as well to change D = L*C")
+    return dict(L=L, C=D // L, D=D)
+
+
 def preset(name: str = "ref", **overrides: Any) -> Config:
-    """The named preset with field overrides, validated."""
+    """The named preset with field overrides, validated.
+
+    Sizes: the preset fixes the number of patches D. Overriding only C (or only L) keeps D and
+    derives the other (C must divide D); overriding both L and C sets D = L*C.
+    """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r} (choose from {', '.join(PRESETS)})")
     values = dict(PRESETS[name])
     values.update(overrides)
+    if {"L", "C", "D"} & set(overrides):
+        values.update(_resolve_sizes(PRESETS[name], overrides))
     return Config.from_dict(values)

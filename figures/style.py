@@ -1,0 +1,66 @@
+"""The shared figure style: non-interactive backend, colour-blind-safe palette, PNG + PDF output.
+
+The palette is Okabe & Ito's (2008), safe for the common colour-vision deficiencies; sequential
+maps use ``viridis`` (attention weights) and ``cividis``.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from simulations.results import atomic_write_bytes  # noqa: E402
+
+__all__ = ["PALETTE", "COLORS", "apply", "save_figure", "new_figure", "ATTENTION_CMAP", "plt"]
+
+#: Okabe-Ito colours, in the order series are drawn.
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+COLORS = dict(blue=PALETTE[0], vermillion=PALETTE[1], green=PALETTE[2], purple=PALETTE[3],
+              orange=PALETTE[4], sky=PALETTE[5], yellow=PALETTE[6], black=PALETTE[7])
+ATTENTION_CMAP = "viridis"
+
+_RC = {
+    "figure.dpi": 110,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.25,
+    "legend.frameon": False,
+    "legend.fontsize": 8,
+    "lines.linewidth": 1.6,
+    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+    "image.cmap": ATTENTION_CMAP,
+}
+
+
+def apply() -> None:
+    """Install the shared rc settings (idempotent)."""
+    plt.rcParams.update(_RC)
+
+
+def new_figure(*args, **kwargs):
+    """``plt.subplots`` under the shared style."""
+    apply()
+    return plt.subplots(*args, **kwargs)
+
+
+def save_figure(fig, folder: str | Path, name: str) -> list[Path]:
+    """Write ``name``.png and ``name``.pdf into ``folder`` and close the figure."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "pdf"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext)
+        paths.append(atomic_write_bytes(folder / f"{name}.{ext}", buf.getvalue()))
+    plt.close(fig)
+    return paths

@@ -1,0 +1,152 @@
+"""Numba kernels against the plain-NumPy definition and against finite differences."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simulations import kernels
+from simulations.sampler import sample, streams, unit_vector
+from theory import model
+from theory.structure import random_partition
+
+from tests.tolerances import FD_STEP, GRAD_FD_REL, KERNEL_VS_NUMPY_REL, SOFTMAX_ROW_SUM_ABS
+
+
+def _problem(seed, L=2, C=3, d=6, n=40, sigma=0.3, scale=0.8):
+    rng = np.random.default_rng(seed)
+    S = random_partition(L, C, rng)
+    w = unit_vector(d, rng)
+    data = sample(n, w, S, q=0.4, sigma=sigma, rng=rng)
+    v = scale * rng.standard_normal(d)
+    Q = rng.standard_normal((S.D, S.D))
+    return data, v, Q, rng
+
+
+@given(seed=st.integers(0, 2**32 - 1), L=st.integers(1, 4), C=st.integers(1, 4),
+       d=st.integers(1, 8), p=st.sampled_from([3, 5, 7]), nu=st.floats(0, 1))
+def test_kernel_matches_numpy(seed, L, C, d, p, nu):
+    data, v, Q, _ = _problem(seed, L, C, d, n=17)
+    A = model.softmax_rows(Q)
+    ref = model.loss_and_grad(data.X, data.y, v, A, p, nu)
+    out = kernels.loss_and_grad(data.X, data.y, v, A, p, nu)
+    for key in ("loss", "error"):
+        assert out[key] == pytest.approx(ref[key], rel=KERNEL_VS_NUMPY_REL, abs=1e-300)
+    for key in ("grad_v", "grad_A", "grad_Q"):
+        scale = max(np.max(np.abs(ref[key])), 1e-300)
+        assert np.max(np.abs(out[key] - ref[key])) <= KERNEL_VS_NUMPY_REL * scale
+    m = kernels.margins(data.X, data.y, v, A, p, nu)
+    np.testing.assert_allclose(m, data.y * model.forward(data.X, v, A, p, nu)[2],
+                               rtol=KERNEL_VS_NUMPY_REL, atol=0)
+
+
+@given(Q=st.lists(st.floats(-700, 700), min_size=16, max_size=16))
+def test_softmax_rows_sum_to_one(Q):
+    Q = np.array(Q).reshape(4, 4)
+    A = kernels.softmax_rows(Q)
+    assert np.all(A >= 0) and np.all(np.isfinite(A))
+    assert np.max(np.abs(A.sum(axis=1) - 1.0)) <= SOFTMAX_ROW_SUM_ABS
+    np.testing.assert_allclose(A, model.softmax_rows(Q), rtol=1e-12, atol=1e-300)
+
+
+def _rel_err(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+def _fd(fun, x, h=FD_STEP):
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = h
+        g[idx] = (fun(x + e) - fun(x - e)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("p,nu", [(3, 0.0), (5, 0.03)])
+def test_gradients_free_logits_vs_finite_differences(seed, p, nu):
+    data, v, Q, _ = _problem(seed)
+
+    def loss(v_, Q_):
+        return kernels.loss_and_grad(data.X, data.y, v_, kernels.softmax_rows(Q_), p, nu)["loss"]
+
+    out = kernels.loss_and_grad(data.X, data.y, v, kernels.softmax_rows(Q), p, nu)
+    assert _rel_err(out["grad_v"], _fd(lambda x: loss(x, Q), v)) <= GRAD_FD_REL
+    assert _rel_err(out["grad_Q"], _fd(lambda x: loss(v, x), Q)) <= GRAD_FD_REL
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("k", [3, 6])
+def test_gradients_gram_vs_finite_differences(seed, k):
+    data, v, _, rng = _problem(seed)
+    P = 0.7 * rng.standard_normal((6, k))
+    p, nu = 5, 0.03
+
+    def loss(P_):
+        A = kernels.softmax_rows(model.gram_logits(P_))
+        return kernels.loss_and_grad(data.X, data.y, v, A, p, nu)["loss"]
+
+    out = kernels.loss_and_grad(data.X, data.y, v, kernels.softmax_rows(P @ P.T), p, nu)
+    grad_P = model.gram_grad(out["grad_Q"], P)
+    assert _rel_err(grad_P, _fd(loss, P)) <= GRAD_FD_REL
+
+
+@given(seed=st.integers(0, 2**32 - 1))
+def test_grad_Q_rows_sum_to_zero(seed):
+    data, v, Q, _ = _problem(seed)
+    out = kernels.loss_and_grad(data.X, data.y, v, kernels.softmax_rows(3 * Q), 5, 0.03)
+    scale = np.max(np.abs(out["grad_Q"]))
+    assert np.max(np.abs(out["grad_Q"].sum(axis=1))) <= 1e-13 * max(scale, 1e-300) * 6
+
+
+def test_kernel_rejects_bad_input():
+    data, v, Q, _ = _problem(0)
+    A = kernels.softmax_rows(Q)
+    with pytest.raises(ValueError, match="v must have shape"):
+        kernels.loss_and_grad(data.X, data.y, v[:-1], A, 5, 0.03)
+    with pytest.raises(ValueError, match="A must have shape"):
+        kernels.loss_and_grad(data.X, data.y, v, A[:-1], 5, 0.03)
+    bad = A.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        kernels.loss_and_grad(data.X, data.y, v, bad, 5, 0.03)
+
+
+def test_sampler_is_seeded_and_follows_the_distribution():
+    r1, r2 = streams(3), streams(3)
+    S = random_partition(4, 4, r1["structure"])
+    assert np.array_equal(S.sets, random_partition(4, 4, r2["structure"]).sets)
+    w = unit_vector(32, r1["feature"])
+    a = sample(20000, w, S, 0.3, 0.1, r1["train"])
+    b = sample(20000, w, S, 0.3, 0.1, streams(3)["train"])
+    assert np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y)
+    # signal set carries y w*; elsewhere delta != 0 with probability q, each sign q/2
+    signal = S.sets[a.lstar]
+    assert np.all(a.s[np.arange(a.n)[:, None], signal] == a.y[:, None])
+    mask = np.ones_like(a.s, dtype=bool)
+    mask[np.arange(a.n)[:, None], signal] = False
+    noise = a.s[mask]
+    se = np.sqrt(0.3 * 0.7 / noise.size)
+    assert abs(np.mean(noise != 0) - 0.3) < 5 * se
+    assert abs(np.mean(noise == 1) - 0.15) < 5 * se
+    assert abs(np.mean(a.y) ) < 5 / np.sqrt(a.n)
+    resid = a.X - a.s[..., None] * w
+    assert abs(resid.std() - 0.1) < 0.002
+
+
+def test_orthogonal_noise_is_orthogonal():
+    r = streams(0)
+    S = random_partition(2, 2, r["structure"])
+    w = unit_vector(16, r["feature"])
+    a = sample(100, w, S, 0.3, 0.5, r["train"], orthogonal=True)
+    np.testing.assert_allclose(a.X @ w, a.s, atol=1e-12)
+
+
+def test_serial_and_parallel_drivers_agree_bit_for_bit():
+    data, v, Q, _ = _problem(5, L=3, C=2, d=5, n=301)
+    A = kernels.softmax_rows(Q)
+    args = (data.X, data.y, v, A, 5, 0.03)
+    s = kernels._loss_grad_serial(*args)
+    p = kernels._loss_grad_parallel(*args)
+    assert s[0] == p[0] and s[1] == p[1]
+    assert np.array_equal(s[2], p[2]) and np.array_equal(s[3], p[3])
+    assert np.array_equal(kernels._margins_serial(*args), kernels._margins_parallel(*args))
