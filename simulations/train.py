@@ -24,6 +24,7 @@ import numpy as np
 
 from theory.config import Config
 from theory.model import gram_grad
+from theory.recovery import recovery_report
 from theory.structure import Structure, build_structure, within_set_mass
 
 from . import kernels
@@ -218,6 +219,8 @@ class TrainResult:
             "alpha": float(t.alpha[last]) if t.steps.size else None,
             "v_perp_norm": float(t.v_perp_norm[last]) if t.steps.size else None,
             "row_sum_drift": float(_row_sum_drift(t.row_sums)),
+            "structure_recovery": (recovery_report(t.A[last], self.structure, seed=self.seed)
+                                   if t.steps.size else None),
             "seconds": float(self.seconds),
             "timings": dict(self.timings),
             "seed": int(self.seed),

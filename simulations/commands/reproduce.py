@@ -22,6 +22,7 @@ HELP = "run the whole reproduction (training, population dynamics, ...) into one
 STEPS: tuple[tuple[str, str, str], ...] = (
     ("train", "simulations.commands.train", "sampled-data GD, free logits Q"),
     ("train_gram", "simulations.commands.train", "sampled-data GD, positional encodings Q = P P^T"),
+    ("locality", "simulations.commands.locality", "square-window sets: spatial locality"),
 )
 
 
@@ -79,15 +80,19 @@ def run(ctx) -> dict:
                 traceback.print_exc(file=sys.stderr)
     failed = [n for n, r in results.items() if not r.get("ok")]
     summary = {"out": str(out), "steps": results, "failed": failed,
-               "seconds": time.perf_counter() - t_start, "quick": bool(ctx.args.quick)}
+               "seconds": time.perf_counter() - t_start, "quick": bool(ctx.args.quick),
+               "seed": ctx.seed, "config": ctx.config.to_dict()}
     write_json(out / "reproduce.json", summary)
+    from ..report import write_report
+    summary["report"] = str(write_report(out))
     if failed:
         summary["exit_status"] = 1
     return summary
 
 
 def render(summary: dict) -> str:
-    lines = [f"reproduction in {summary['out']} ({summary['seconds']:.1f} s)"]
+    lines = [f"reproduction in {summary['out']} ({summary['seconds']:.1f} s); "
+             f"report: {summary.get('report')}"]
     for name, rec in summary["steps"].items():
         state = "skipped (done before)" if rec.get("skipped") else \
             ("ok" if rec.get("ok") else "FAILED")

@@ -58,6 +58,10 @@ def render(summary: dict) -> str:
              f"test error {summary['test_error']:.4f}",
              f"  alpha = <v, w*> = {summary['alpha']:.3f}, ||v_perp|| = {summary['v_perp_norm']:.3f}",
              f"  row sums of Q drift (relative): {summary['row_sum_drift']:.2e}"]
+    rec = summary.get("structure_recovery")
+    if rec:
+        lines.append(f"  structure recovery from A: ARI {rec['ari_top_c']:.3f} (top-C), "
+                     f"{rec['ari_spectral']:.3f} (spectral)")
     return "\n".join(lines)
 
 
