@@ -1,0 +1,41 @@
+"""Real images: a positional-attention ViT against a standard ViT (SPEC section 6, claim 6).
+
+Optional: the models and the training need PyTorch (``pip install -e '.[vit]'``); the data
+loaders (:mod:`.data`), the statistics (:mod:`.stats`) and saved results (:mod:`.result`) need
+only NumPy/SciPy (and scikit-learn for the bundled digits). Nothing here is imported by the rest
+of the toolkit, and the PyTorch modules are loaded only when one of their names is used.
+
+Public API: :class:`ViTConfig`, :class:`ViT`, :func:`build_model` (models); :class:`Recipe`,
+:data:`RECIPES`, :func:`train_one`, :func:`compare` (training); :class:`ImageData`,
+:func:`load_dataset`, :func:`patch_permutation` (data); :class:`ViTResult` (results);
+:func:`mean_ci`, :func:`paired_gap_ci` (statistics).
+"""
+from __future__ import annotations
+
+import importlib
+
+from .data import DATASETS, ImageData, load_dataset, patch_permutation
+from .result import ViTResult
+from .stats import mean_ci, paired_gap_ci
+
+_LAZY = {
+    "ATTENTIONS": "models", "ViTConfig": "models", "ViT": "models", "build_model": "models",
+    "Recipe": "train", "RECIPES": "train", "recipe_for": "train", "train_one": "train",
+    "compare": "train", "patchify": "train",
+}
+
+__all__ = ["DATASETS", "ImageData", "load_dataset", "patch_permutation", "ViTResult", "mean_ci",
+           "paired_gap_ci", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        try:
+            module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        except ImportError as exc:
+            if getattr(exc, "name", None) == "torch":
+                raise ImportError("simulations.vit needs PyTorch for its models: "
+                                  "pip install -e '.[vit]'") from exc
+            raise
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
