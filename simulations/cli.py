@@ -37,6 +37,7 @@ COMMANDS: tuple[str, ...] = (
     "simulations.commands.train",
     "simulations.commands.reproduce",
     "simulations.commands.population_eval",
+    "simulations.commands.vit",
 )
 
 DEFAULT_OUT = Path("patchassoc-out")
