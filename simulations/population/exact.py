@@ -69,7 +69,7 @@ from .._jit import N_CHUNKS, jit, pjit, prange
 
 __all__ = ["Evaluation", "evaluate", "evaluate_gram", "bayes_error", "plan", "Plan",
            "count_configurations", "tail_moments", "TIE_RTOL", "MAX_CONFIGURATIONS",
-           "SECONDS_PER_CONFIGURATION", "check_problem"]
+           "SECONDS_PER_CONFIGURATION", "check_problem", "warm_up"]
 
 #: Relative tie threshold on the margin, in units of the largest possible |f| = D act(|alpha|).
 TIE_RTOL = 1e-10
@@ -315,6 +315,17 @@ def _enumerate_serial(tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie):
     return out
 
 
+@jit
+def _reduce(out):
+    """Column sums of the per-task rows, compensated, in task order (deterministic)."""
+    acc = np.zeros(out.shape[1])
+    comp = np.zeros(out.shape[1])
+    for t in range(out.shape[0]):
+        for r in range(out.shape[1]):
+            _kadd(acc, comp, r, out[t, r])
+    return acc + comp
+
+
 #: Below this many multisets the serial kernel is used (thread start-up would dominate).
 PARALLEL_MIN_CONFIGURATIONS = 200_000
 
@@ -344,6 +355,9 @@ def count_configurations(L: int, C: int, k: int | None = None) -> int:
     """Number of multisets of L-1 noise-set states with total nonzero count <= k (all if None)."""
     M = L - 1
     kmax = M * C if k is None else min(int(k), M * C)
+    if kmax == M * C:
+        K = (C + 1) * (C + 2) // 2
+        return math.comb(K + M - 1, M)
     return _count(M, C, kmax)
 
 
@@ -585,49 +599,51 @@ def _check_point(**values):
 
 
 @functools.lru_cache(maxsize=64)
-def _tasks_cached(n_key, pi_zero, M, k, depth):
-    n_of = np.array(n_key, dtype=np.int64)
-    pi = np.where(np.array(pi_zero), 0.0, 1.0)
+def _tasks_cached(C, q, M, k, depth):
+    _, _, n_of, _, pi = _states(C, q)
     out = _tasks(n_of, pi, M, k, depth)
     out.setflags(write=False)
     return out
 
 
 def _tasks(n_of, pi, M, k, depth):
-    """Non-decreasing prefixes of length ``depth`` that can still complete within k."""
+    """Non-decreasing prefixes of length ``depth`` (0, 1 or 2) that can still complete within
+    k nonzero entries (states sorted by nonzero count), in lexicographic order."""
     K = n_of.shape[0]
-    rows = []
-    stack = [([], 0)]
-    while stack:
-        prefix, nz = stack.pop()
-        if len(prefix) == depth:
-            rows.append(prefix)
-            continue
-        start = prefix[-1] if prefix else 0
-        left = M - len(prefix)
-        for s in range(K - 1, start - 1, -1):
-            if pi[s] == 0.0 or nz + n_of[s] * left > k:
-                continue
-            stack.append((prefix + [s], nz + int(n_of[s])))
-    rows.sort()
-    return np.array(rows, dtype=np.int64).reshape(len(rows), depth)
+    ok = pi != 0.0
+    if depth == 0:
+        return np.zeros((1, 0), dtype=np.int64)
+    if depth == 1:
+        s0 = np.nonzero(ok & (n_of * M <= k))[0]
+        return s0.astype(np.int64).reshape(-1, 1)
+    i, j = np.triu_indices(K)  # i <= j, row-major: lexicographic
+    keep = ok[i] & ok[j] & (n_of[i] + n_of[j] * (M - 1) <= k)
+    return np.stack([i[keep], j[keep]], axis=1).astype(np.int64)
 
 
-def _run(L, C, q, p, nu, alpha, a, b, c, k, n_conf):
+def _run(L, C, q, p, nu, alpha, a, b, c, k, parallel):
     M = L - 1
     D = L * C
     npos, nneg, n_of, S_of, pi = _states(C, q)
     Pd, Qs, R = attention_values(a, b, c, L, C)
     tab, sig = _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg)
-    tasks = _tasks_cached(tuple(int(n) for n in n_of), tuple(bool(x == 0.0) for x in pi), M, k,
-                          max(0, min(2, M - 1)))
+    tasks = _tasks_cached(C, q, M, k, max(0, min(2, M - 1)))
     A = abs(alpha)
     tie = TIE_RTOL * D * (A ** p + nu * A)
-    kernel = (_enumerate_parallel if n_conf >= PARALLEL_MIN_CONFIGURATIONS
-              else _enumerate_serial)
+    kernel = _enumerate_parallel if parallel else _enumerate_serial
     out = kernel(tab, sig, n_of, S_of, pi, M, C, k, tasks, float(math.factorial(M)), tie)
-    total = np.array([math.fsum(out[:, r]) for r in range(8)])
+    total = _reduce(out)
     return total, (Pd, Qs, R)
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) every kernel on a tiny problem, through the same code
+    path and argument types as :func:`evaluate`, so that later timings are of the work only."""
+    for parallel in (False, True):
+        _run(3, 2, 0.3, 5, 0.03, 0.5, 1.0, 0.5, 0.0, 4, parallel)
+    for L, C in ((3, 2), (2, 3)):  # the first calls pay one-time costs (lazy loading)
+        evaluate(L, C, 0.3, 5, 0.03, 0.5, 1.0, 0.5, 0.0)
+        evaluate(L, C, 0.3, 5, 0.03, 0.5, 1.0, 0.5, 0.0, tol=1e-3)
 
 
 def _uniform(values, L: int, C: int) -> bool:
@@ -663,7 +679,8 @@ def evaluate(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
     alpha, a, b, c = _check_point(alpha=alpha, a=a, b=b, c=c)
     pl = plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations)
-    total, values = _run(L, C, q, p, nu, alpha, a, b, c, pl.k, pl.configurations)
+    total, values = _run(L, C, q, p, nu, alpha, a, b, c, pl.k,
+                         pl.configurations >= PARALLEL_MIN_CONFIGURATIONS)
     if _uniform(values, L, C):
         # Exact identity: at uniform attention every entry of a row gets the same per-entry
         # gradient, so d/da = d/db = d/dc = 0 (module notes); the computed values are rounding
