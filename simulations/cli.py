@@ -36,7 +36,9 @@ __all__ = ["main", "Context", "COMMANDS", "build_parser"]
 COMMANDS: tuple[str, ...] = (
     "simulations.commands.train",
     "simulations.commands.reproduce",
+    "simulations.commands.population",
     "simulations.commands.population_eval",
+    "simulations.commands.bench",
     "simulations.commands.vit",
 )
 
