@@ -1,0 +1,216 @@
+"""Lemmas L3-L4: the structure group G, its invariant logit matrices, and the equivariance of the
+risk.
+
+L3. The commutant {Q : Pi Q Pi^T = Q for all Pi in G} is derived by solving the linear system
+    Q[pi(i), pi(j)] = Q[i, j] for the generators of G; for L >= 2 and C >= 2 it is the
+    3-dimensional space Q = a I + b (B - I) + c (J - B), and row-softmax takes three values on it:
+    P = e^a / Z on the diagonal, Qs = e^b / Z within a set, R = e^c / Z across sets,
+    Z = e^a + (C - 1) e^b + (D - C) e^c. Degenerate sizes: with C = 1 (B = I) or L = 1 (B = J)
+    the space is 2-dimensional (a I + c (J - I), resp. a I + b (J - I)); with D = 1 it is R.
+L4. The distribution is G-invariant, hence R(v, Pi Q Pi^T) = R(v, Q) and
+    grad_Q R(Pi Q Pi^T) = Pi grad_Q R(Q) Pi^T for every Pi in G, for any loss and activation.
+
+References
+----------
+SPEC section 4.
+"""
+from __future__ import annotations
+
+import math
+
+import sympy as sp
+from sympy.combinatorics import Permutation, PermutationGroup
+from sympy.polys.matrices import DomainMatrix
+
+from theory.structure import blocks
+
+from ._core import Proof, lemma
+from ._symbolic import (act, backprop_softmax, conjugation_sub, ell, ell_prime, act_prime,
+                        exp_to_symbols, generators, grad_A_integrand, group_elements,
+                        invariant_logits, model_terms, patch_sub, patterns, permute_matrix,
+                        risk_integrand, sets_of, softmax, strided, structure_matrices,
+                        symbol_matrix)
+
+__all__ = ["prove_L3", "prove_L4", "commutant_dimension"]
+
+#: (L, C, layout) at which L3 derives the commutant; layout "strided" = non-contiguous sets.
+L3_SIZES = ((2, 2, "blocks"), (2, 3, "strided"), (3, 2, "blocks"), (3, 3, "strided"),
+            (2, 4, "blocks"), (4, 2, "strided"))
+#: Degenerate sizes (C = 1 or L = 1), documented in the details.
+L3_DEGENERATE = ((1, 1), (1, 2), (1, 3), (2, 1), (3, 1))
+#: Largest D at which the three softmax values are checked symbolically.
+L3_SOFTMAX_MAX_D = 9
+
+
+def _sets(L: int, C: int, layout: str = "blocks") -> list[list[int]]:
+    return sets_of(strided(L, C) if layout == "strided" else blocks(L, C))
+
+
+def _constraints(sets) -> sp.Matrix:
+    """Rows of the linear system Q[pi(i), pi(j)] - Q[i, j] = 0, unknowns vec(Q) (row-major)."""
+    D = sum(len(s) for s in sets)
+    rows = []
+    for pi in generators(sets):
+        for i in range(D):
+            for j in range(D):
+                a, b = pi[i] * D + pi[j], i * D + j
+                if a != b:
+                    row = [0] * (D * D)
+                    row[a], row[b] = 1, -1
+                    rows.append(row)
+    return sp.Matrix(rows) if rows else sp.zeros(0, D * D)
+
+
+def commutant_dimension(sets) -> tuple[int, DomainMatrix, DomainMatrix]:
+    """(dimension, basis rows, constraint matrix) of {Q : Pi Q Pi^T = Q for the generators}."""
+    D = sum(len(s) for s in sets)
+    M = _constraints(sets)
+    if M.rows == 0:
+        basis = DomainMatrix.eye(D * D, sp.QQ)
+        return D * D, basis, DomainMatrix.zeros((0, D * D), sp.QQ)
+    dM = DomainMatrix.from_Matrix(M).convert_to(sp.QQ)
+    basis = dM.nullspace()
+    return basis.shape[0], basis, dM
+
+
+def _expected_dimension(L: int, C: int) -> int:
+    if L * C == 1:
+        return 1
+    if L == 1 or C == 1:
+        return 2
+    return 3
+
+
+def _commutant(proof: Proof, L: int, C: int, layout: str) -> int:
+    sets = _sets(L, C, layout)
+    D = L * C
+    tag = f"L={L}, C={C} ({layout})"
+    gens = generators(sets)
+    # the generators preserve the partition and generate all of G
+    as_sets = {frozenset(s) for s in sets}
+    proof.exact(all({frozenset(pi[j] for j in s) for s in sets} == as_sets for pi in gens),
+                f"generators map sets to sets, {tag}")
+    if gens:
+        order = PermutationGroup([Permutation(list(pi)) for pi in gens]).order()
+    else:
+        order = 1
+    proof.exact(order == math.factorial(C) ** L * math.factorial(L),
+                f"generators generate G of order (C!)^L L!, {tag}")
+    dim, basis, dM = commutant_dimension(sets)
+    proof.exact(dim == _expected_dimension(L, C), f"commutant dimension {dim}, {tag}")
+    I, B, J = structure_matrices(sets)
+    named = [M for M in (I, B - I, J - B) if not M.is_zero_matrix]
+    vecs = DomainMatrix.from_Matrix(sp.Matrix([list(M) for M in named])).convert_to(sp.QQ)
+    if dM.shape[0]:
+        proof.exact((dM * vecs.transpose()).to_Matrix().is_zero_matrix,
+                    f"I, B - I, J - B solve the system, {tag}")
+    stacked = DomainMatrix.from_Matrix(
+        sp.Matrix.vstack(basis.to_Matrix(), vecs.to_Matrix())).convert_to(sp.QQ)
+    proof.exact(vecs.rank() == dim and stacked.rank() == dim,
+                f"the solutions are exactly span(I, B - I, J - B), {tag}")
+    if L >= 2 and C >= 2 and D <= L3_SOFTMAX_MAX_D:
+        a, b, c = sp.symbols("a b c")
+        A = softmax(invariant_logits(sets, a, b, c))
+        Z = sp.exp(a) + (C - 1) * sp.exp(b) + (D - C) * sp.exp(c)
+        P, Qs, R = sp.exp(a) / Z, sp.exp(b) / Z, sp.exp(c) / Z
+        claimed = P * I + Qs * (B - I) + R * (J - B)
+        proof.zero(exp_to_symbols(A - claimed, (a, b, c)), f"softmax takes P, Qs, R, {tag}",
+                   up_to="cancel")
+        proof.zero(exp_to_symbols(P + (C - 1) * Qs + (D - C) * R - 1, (a, b, c)),
+                   f"P + (C-1) Qs + (D-C) R = 1, {tag}", up_to="cancel")
+    return dim
+
+
+@lemma("L3", "invariant logits: a 3-dim space",
+       "{Q : Pi Q Pi^T = Q for all Pi in G} = {a I + b (B - I) + c (J - B)} (dimension 3 for "
+       "L, C >= 2); softmax takes three values on it: P = e^a/Z, Qs = e^b/Z, R = e^c/Z, "
+       "Z = e^a + (C-1) e^b + (D-C) e^c",
+       "exact nullspace (over Q) of the linear system Q[pi(i), pi(j)] = Q[i, j] for the "
+       "generators of G (checked to generate G, of order (C!)^L L!), at (L, C) = "
+       + ", ".join(f"({L},{C})" for L, C, _ in L3_SIZES) + " (contiguous and interleaved sets), "
+       "and the degenerate " + ", ".join(f"({L},{C})" for L, C in L3_DEGENERATE)
+       + "; span equality by ranks; the softmax values by cancel (D <= 9)")
+def prove_L3(proof: Proof) -> None:
+    dims = {}
+    for L, C, layout in L3_SIZES:
+        dims[f"{L}x{C}"] = _commutant(proof, L, C, layout)
+    degenerate = {}
+    for L, C in L3_DEGENERATE:
+        degenerate[f"{L}x{C}"] = _commutant(proof, L, C, "blocks")
+    proof.details["dimension"] = dims
+    proof.details["degenerate_dimension"] = degenerate
+    proof.details["degenerate_note"] = (
+        "C = 1: B = I, the space is {a I + c (J - I)} (dim 2); L = 1: B = J, the space is "
+        "{a I + b (J - I)} (dim 2); L = C = 1: dim 1")
+
+
+#: (L, C) of the structure on which L4 is proved for every group element.
+L4_FULL = (2, 2)
+#: (L, C) on which the risk invariance is also checked on the generators.
+L4_EXTRA = ((2, 3),)
+#: Pattern terms on which the hand-written chain rule is compared with sympy.diff.
+L4_CHAIN_RULE_TERMS = (0, 7, 23)
+
+
+@lemma("L4", "G-equivariance of the risk",
+       "R(v, Pi Q Pi^T) = R(v, Q) and grad_Q R(Pi Q Pi^T) = Pi grad_Q R(Q) Pi^T for every Pi in G, "
+       "any loss, any activation, any exchangeable noise projections",
+       "finite population at L=2, C=2: an exact sum over all (y, l*, delta) with symbolic "
+       "probabilities (symbolic q), symbolic Q (16 entries), alpha, noise projections n_j "
+       "(free symbols: the identity holds after relabelling n_pi(j) <- n_j, which leaves any "
+       "exchangeable law unchanged), and generic sympy functions ell and act. "
+       "R(Pi Q Pi^T) - R(Q) reduces to 0 for all 8 elements of G; grad_A of the integrand "
+       "(chain rule, checked against sympy.diff) and the softmax backprop are equivariant under "
+       "the generators, so grad_Q is; the risk identity is proved for symbolic A and combined "
+       "with softmax(Pi Q Pi^T) = Pi softmax(Q) Pi^T; also at L=2, C=3 on the generators")
+def prove_L4(proof: Proof) -> None:
+    L, C = L4_FULL
+    sets = _sets(L, C)
+    D = L * C
+    q = sp.Symbol("q")
+    proof.zero(sp.Add(*[prob for *_, prob in patterns(sets, q)]) - 1,
+               "pattern probabilities sum to 1", up_to="expand")
+    Q = symbol_matrix("Q", D)
+    As = symbol_matrix("A", D)
+    n = sp.symbols(f"n0:{D}")
+    elements = group_elements(sets)
+    terms = model_terms(As, sets, n)
+    h = risk_integrand(terms)
+    for pi in elements:
+        # R(Pi Q Pi^T) = E h(softmax(Pi Q Pi^T), n) = E h(Pi A Pi^T, n) = E h(Pi A Pi^T, P n)
+        # = E h(A, n): softmax equivariance, exchangeability of n, then the integrand identity
+        proof.equal(softmax(permute_matrix(Q, pi)), permute_matrix(softmax(Q), pi),
+                    f"softmax(Pi Q Pi^T) = Pi softmax(Q) Pi^T, pi={pi}", up_to="structural")
+        sub = {**conjugation_sub(As, pi), **patch_sub(n, pi)}
+        proof.zero(h.xreplace(sub) - h, f"h(Pi A Pi^T, P n) = h(A, n), pi={pi}",
+                   up_to="structural")
+    # gradient: grad_A of the integrand (chain rule, checked against sympy.diff), then the
+    # softmax backprop (L1)
+    for t in L4_CHAIN_RULE_TERMS:
+        prob, y, u, z, f = terms[t]
+        one = prob * ell(y * f)
+        manual = sp.Matrix(D, D, lambda i, j: prob * y * ell_prime(y * f) * act_prime(z[i]) * u[j])
+        proof.equal(sp.Matrix(D, D, lambda i, j: sp.diff(one, As[i, j])), manual,
+                    f"chain rule for grad_A, pattern {t}", up_to="expand")
+    GA = grad_A_integrand(terms, D)
+    Gs = symbol_matrix("G", D)
+    for pi in generators(sets):
+        sub = {**conjugation_sub(As, pi), **patch_sub(n, pi)}
+        moved = sp.Matrix(D, D, lambda i, j: GA[pi[i], pi[j]].xreplace(sub))
+        proof.equal(moved, GA, f"grad_A(Pi A Pi^T)[pi i, pi j] = grad_A(A)[i, j], pi={pi}",
+                    up_to="structural")
+        proof.equal(backprop_softmax(permute_matrix(As, pi), permute_matrix(Gs, pi)),
+                    permute_matrix(backprop_softmax(As, Gs), pi),
+                    f"softmax backprop commutes with Pi, pi={pi}", up_to="expand")
+    for L2_, C2 in L4_EXTRA:
+        sets2 = _sets(L2_, C2)
+        D2 = L2_ * C2
+        A2 = symbol_matrix("A", D2)
+        n2 = sp.symbols(f"n0:{D2}")
+        h2 = risk_integrand(model_terms(A2, sets2, n2))
+        for pi in generators(sets2):
+            sub = {**conjugation_sub(A2, pi), **patch_sub(n2, pi)}
+            proof.zero(h2.xreplace(sub) - h2, f"h(Pi A Pi^T, P n) = h(A, n), L={L2_}, C={C2}, "
+                       f"pi={pi}", up_to="structural")
+    proof.details["group_order"] = len(elements)
+    proof.details["patterns"] = sum(1 for _ in patterns(sets, q))
