@@ -38,6 +38,7 @@ COMMANDS: tuple[str, ...] = (
     "simulations.commands.reproduce",
     "simulations.commands.population",
     "simulations.commands.population_eval",
+    "simulations.commands.lemmas",
     "simulations.commands.bench",
     "simulations.commands.vit",
 )
