@@ -31,7 +31,7 @@ def default_queries(g: int) -> list[int]:
     return out
 
 
-def plot(A, steps, structure, queries=None, count: int = 3, mass=None):
+def plot(A, steps, structure, queries=None, count: int = 4, mass=None):
     """Attention rows A[i, :] on the grid for the ``queries`` at ``count`` recorded steps."""
     D, C = structure.D, structure.C
     g, w = math.isqrt(D), math.isqrt(C)
