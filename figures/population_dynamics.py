@@ -75,19 +75,20 @@ def plot(result, axes=None):
     ax.set_title("value and logit gaps")
     ax.legend()
     ax = axes[3]
+    drift = np.max(np.abs(t.row_sum - t.row_sum[0])) if t.row_sum.size else float("nan")
     ax.plot(x, t.mass_mean, color=COLORS["green"], label="within-set mass")
     ax.axhline(cfg.C / cfg.D, color="grey", lw=0.8, ls=":",
                label=f"uniform C/D = {cfg.C / cfg.D:.2f}")
+    ax.plot([], [], " ", label=f"row sum a+(C-1)b+(D-C)c drift {drift:.1e}")
     ax.axhline(1.0, color="grey", lw=0.6)
     ax.set_ylim(0, 1.05)
     ax.set_xscale("log")
     ax.set_xlabel("gradient step")
-    drift = np.max(np.abs(t.row_sum - t.row_sum[0])) if t.row_sum.size else float("nan")
-    ax.set_title(f"within-set mass\n(row sum a+(C-1)b+(D-C)c: drift {drift:.1e})")
+    ax.set_title("within-set attention mass")
     ax.legend(loc="lower right")
     fig.suptitle(f"Exact population gradient descent: L={cfg.L}, C={cfg.C}, q={cfg.q:.3g}, "
                  f"p={cfg.p}, nu={cfg.nu:g}, eta_v={cfg.eta_v:g}, eta_Q={cfg.eta_Q:g}, "
-                 f"kappa={cfg.kappa:.3g}", fontsize=10)
+                 f"kappa={cfg.kappa:.3g}", fontsize=10, y=1.04)
     return fig
 
 

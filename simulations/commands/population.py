@@ -121,8 +121,11 @@ def render(s: dict) -> str:
 
 def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool,
                    progress: bool) -> dict:
-    """Reproduction step: population dynamics (``out_dir``) and, unless the config is too
-    large for the sampled runs, the distance-vs-N comparison (``out_dir/convergence``)."""
+    """Reproduction step: the population dynamics (``DEFAULT_STEPS`` steps, into ``out_dir``)
+    and the sampled-vs-population distance against N (``out_dir/convergence``; ``quick``: five
+    N up to 4000, two seeds, 300 steps; otherwise seven N up to 16000, four seeds,
+    ``config.steps`` steps). Raises ValueError (with the cost) when the config is too large
+    for complete enumeration at every step (e.g. D = 64)."""
     out_dir = Path(out_dir)
     summary = run_dynamics(config, seed, out_dir, progress, DEFAULT_STEPS)
     conv = run_convergence_step(config, seed, out_dir / "convergence", progress, quick)
