@@ -1,0 +1,208 @@
+"""``patchassoc solutions``: the explicit solutions, their certified risk and error, the Bayes
+error, which generalize, which have patch association, and what gradient descent selects.
+
+Two configurations: ``main`` (the resolved config, the reference one by default) and the
+documented alternative ``alt`` (the same with q = ``--alt-q``, default
+:data:`simulations.solutions.ALT_Q`), where identity and uniform attention generalize within
+the slack of the criterion. The sampled-data GD row is computed for ``main`` only (it trains the
+model with :func:`simulations.train.train`, or loads ``--train-from DIR``).
+
+Writes ``<out>/main`` and ``<out>/alt`` (result folders, each with the population GD run in
+``population_gd/``) and the figures ``solutions_lambda_main`` / ``solutions_lambda_alt``.
+
+References
+----------
+SPEC section 6, claim 3; conventions in :mod:`theory.solutions`.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from theory import solutions as th
+from theory.config import Config
+
+from ..solutions import (ALT_Q, DEFAULT_LAMBDAS, GD_STEPS, MC_SAMPLES, QUICK_GD_STEPS,
+                         QUICK_LAMBDAS, SolutionsResult, alt_config, solutions_table)
+
+NAME = "solutions"
+HELP = ("explicit solutions (block-uniform, identity, uniform, wrong partition, shifted blocks) "
+        "and the GD solutions: certified population risk and error next to the exact Bayes "
+        "error, association, generalization; figure against lambda")
+
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render", "compute", "reproduce_step",
+           "render_table"]
+
+
+def _lambdas(text: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--lambdas expects comma-separated numbers, got {text!r}")
+    if not vals or any(not math.isfinite(v) or v < 0 for v in vals):
+        raise ValueError(f"--lambdas expects finite numbers >= 0, got {text!r}")
+    return vals
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--lambdas", default=None, metavar="L1,L2,...",
+                        help="lambda grid (default " + ",".join(f"{x:g}" for x in DEFAULT_LAMBDAS)
+                             + "); the table reports the largest")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="fixed alpha of the constructions (default: population GD's alpha)")
+    parser.add_argument("--gd-steps", type=int, default=None,
+                        help=f"population GD steps (default {GD_STEPS}; quick {QUICK_GD_STEPS})")
+    parser.add_argument("--alt-q", type=float, default=ALT_Q,
+                        help=f"q of the alternative configuration (default {ALT_Q})")
+    parser.add_argument("--no-alt", action="store_true", help="skip the alternative config")
+    parser.add_argument("--no-sampled", action="store_true",
+                        help="skip the sampled-data GD row (no training)")
+    parser.add_argument("--train-from", type=Path, default=None, metavar="DIR",
+                        help="use a saved `patchassoc train` result folder for the sampled row")
+    parser.add_argument("--mc-samples", type=int, default=MC_SAMPLES,
+                        help=f"Monte Carlo draws beyond brute force (default {MC_SAMPLES:,})")
+    parser.add_argument("--quick", action="store_true", help="coarser lambda grid, fewer steps")
+    parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
+
+
+def _load_train(folder: Path | None, config: Config, seed: int):
+    """A saved TrainResult usable for the sampled row (same sizes, logits, seed), else None."""
+    if folder is None:
+        return None
+    from ..train import TrainResult
+    folder = Path(folder)
+    if not (folder / "metrics.json").exists():
+        raise FileNotFoundError(f"{folder} is not a `patchassoc train` result folder")
+    tr = TrainResult.load(folder)
+    c = tr.config
+    if (c.L, c.C, c.q, c.param, tr.seed) != (config.L, config.C, config.q, "logits", seed):
+        raise ValueError(f"{folder} was trained with L={c.L}, C={c.C}, q={c.q:.4g}, "
+                         f"param={c.param}, seed {tr.seed}; need L={config.L}, C={config.C}, "
+                         f"q={config.q:.4g}, logits, seed {seed}")
+    return tr
+
+
+def compute(config: Config, seed: int, out: Path, *, lambdas=None, alpha=None, gd_steps=None,
+            alt_q: float | None = ALT_Q, sampled: bool = True, train_result=None,
+            mc_samples: int = MC_SAMPLES, quick: bool = False, figures: bool = True,
+            progress: bool = False, label: str = "ref") -> dict:
+    """Compute, save and draw the tables of ``main`` (and ``alt`` unless ``alt_q`` is None)."""
+    out = Path(out)
+    lambdas = lambdas or (QUICK_LAMBDAS if quick else DEFAULT_LAMBDAS)
+    gd_steps = gd_steps or (QUICK_GD_STEPS if quick else GD_STEPS)
+    if mc_samples < 2:
+        raise ValueError("--mc-samples must be >= 2")
+    summary: dict = {"out": str(out), "configs": {}, "figures": []}
+    plan = [("main", config, sampled, label)]
+    if alt_q is not None:
+        if not 0.0 <= alt_q <= 1.0:
+            raise ValueError(f"--alt-q must lie in [0, 1], got {alt_q}")
+        plan.append(("alt", alt_config(config, alt_q), False, f"alt (q={alt_q:g})"))
+    for key, cfg, with_sampled, lab in plan:
+        res, pop = solutions_table(cfg, seed, label=lab, lambdas=lambdas, alpha=alpha,
+                                   gd_steps=gd_steps, sampled=with_sampled,
+                                   train_result=train_result if key == "main" else None,
+                                   mc_samples=mc_samples, progress=progress)
+        res.save(out / key)
+        pop.save(out / key / "population_gd")
+        s = res.summary()
+        s["out"] = str(out / key)
+        summary["configs"][key] = s
+        if figures:
+            from figures import solutions as fig
+            summary["figures"] += [str(p) for p in fig.save(res, out, f"solutions_lambda_{key}")]
+    return summary
+
+
+def run(ctx) -> dict:
+    a = ctx.args
+    if a.gd_steps is not None and a.gd_steps < 1:
+        raise ValueError("--gd-steps must be >= 1")
+    train_result = _load_train(a.train_from, ctx.config, ctx.seed)
+    return compute(ctx.config, ctx.seed, ctx.out,
+                   lambdas=_lambdas(a.lambdas) if a.lambdas else None, alpha=a.alpha,
+                   gd_steps=a.gd_steps, alt_q=None if a.no_alt else a.alt_q,
+                   sampled=not a.no_sampled, train_result=train_result,
+                   mc_samples=a.mc_samples, quick=a.quick, figures=not a.no_figures,
+                   progress=ctx.progress and not ctx.json, label=ctx.preset_name)
+
+
+def _fmt(x, spec=".4g"):
+    if x is None:
+        return "-"
+    if isinstance(x, float) and math.isinf(x):
+        return "inf"
+    return format(x, spec)
+
+
+def render_table(s: dict) -> str:
+    """The table of one configuration (a summary of :class:`SolutionsResult`)."""
+    pr = s["problem"]
+    bf = s.get("bayes_error_bruteforce")
+    lines = [f"[{s['label']}] L={pr['L']}, C={pr['C']} (D={pr['D']}), q={pr['q']:.4g}, "
+             f"p={pr['p']}, nu={pr['nu']:g}; constructions at lambda = {s['lambda_max']:g}, "
+             f"alpha = {s['alpha0']:.4f} ({s['alpha0_source']})",
+             f"  Bayes error {s['bayes_error']:.6g} (exact: closed-form enumeration"
+             + (f"; brute-force oracle {bf:.6g}" if bf is not None else "") + ")",
+             f"  {s['criterion']}; threshold {s['generalization_threshold']:.4g}"]
+    head = ("solution", "method", "alpha", "risk", "error", "err/Bayes", "mass mean", "mass min",
+            "other share", "assoc", "generalizes", "nearest", "gen. from lambda (mass)")
+    rows = [head]
+    for r in s["rows"]:
+        err = _fmt(r["error"], ".4g")
+        if r["error_high"] > r["error_low"]:
+            err = f"{err} [{r['error_low']:.3g}, {r['error_high']:.3g}]"
+        gen_from = ("-" if r["generalizes_from_lambda"] is None else
+                    f"{r['generalizes_from_lambda']:g} ({r['mass_from_lambda']:.2f})")
+        if r["name"].startswith("gd-"):
+            gen_from = ""
+        rows.append((r["label"], r["method"], f"{r['alpha']:.3f}", _fmt(r["risk"]), err,
+                     _fmt(r["error_over_bayes"], ".3f"), f"{r['mass_mean']:.3f}",
+                     f"{r['mass_min']:.3f}", f"{r['other_share_min']:.3f}", r["association"],
+                     r["generalizes"], r["nearest"], gen_from))
+    widths = [max(len(row[k]) for row in rows) for k in range(len(head))]
+    for k, row in enumerate(rows):
+        lines.append("  " + "  ".join(cell.ljust(w) if c in (0, 1, 9, 10, 11) else cell.rjust(w)
+                                      for c, (cell, w) in enumerate(zip(row, widths))))
+        if k == 0:
+            lines.append("  " + "-" * (sum(widths) + 2 * (len(widths) - 1)))
+    gen = ", ".join(s["generalizing"]) or "none"
+    gna = ", ".join(s["generalizing_without_association"]) or "none"
+    lines.append(f"  generalizing constructions: {gen}; of which without association: {gna}")
+    for name, g in s["gd"].items():
+        lines.append(f"  {th.LABELS[name]}: association '{g['association']}' (mass min "
+                     f"{g['mass_min']:.3f}, other share min {g['other_share_min']:.3f}), nearest "
+                     f"construction '{g['nearest']}' (mean row TV to block-uniform "
+                     f"{g['tv_to_block']:.3f}), generalizes: {g['generalizes']}")
+    for r in s["rows"]:
+        if r["note"]:
+            lines.append(f"  note {r['name']}: {r['note']}")
+    lines.append(f"  closed forms: identity/uniform error = P(sum delta < -C) + P(= -C)/2 = "
+                 f"{s['sign_of_sum_error']:.6g} for every alpha > 0; block-uniform's hard limit "
+                 f"is Bayes-optimal for alpha > {s['block_bayes_alpha']:.4g}")
+    return "\n".join(lines)
+
+
+def render(summary: dict) -> str:
+    blocks = [render_table(s) for s in summary["configs"].values()]
+    tail = [f"results: {summary['out']}"] + [f"figure: {p}" for p in summary["figures"]]
+    return "\n\n".join(blocks) + "\n\n" + "\n".join(tail)
+
+
+def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool,
+                   progress: bool) -> dict:
+    """Reproduction step: both tables and figures into ``out_dir`` (``main/``, ``alt/``).
+
+    The sampled-data row reuses the sibling ``train/`` result of the reproduction when it was
+    trained with the same sizes, q, logits and seed; otherwise it trains.
+    """
+    out_dir = Path(out_dir)
+    train_result = None
+    sibling = out_dir.parent / "train"
+    if (sibling / "metrics.json").exists():
+        try:
+            train_result = _load_train(sibling, config, seed)
+        except ValueError:
+            train_result = None
+    return compute(config, seed, out_dir, quick=quick, train_result=train_result,
+                   progress=progress)
