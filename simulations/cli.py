@@ -39,6 +39,8 @@ COMMANDS: tuple[str, ...] = (
     "simulations.commands.population",
     "simulations.commands.population_eval",
     "simulations.commands.lemmas",
+    "simulations.commands.solutions",
+    "simulations.commands.check",
     "simulations.commands.bench",
     "simulations.commands.vit",
 )
