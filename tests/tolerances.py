@@ -29,3 +29,15 @@ ODD_SYMMETRY_REL = 1e-13
 #: Component of grad_v orthogonal to w* when sigma = 0, relative to |grad_v|: every patch is a
 #: multiple of w*, so only rounding of the per-coordinate accumulations remains.
 PARALLEL_REL = 1e-12
+
+# -- property suite, population engine (tests/properties/test_population_properties.py) --------
+#: Exact population risk vs a Monte Carlo mean of N samples: the check allows Bernstein's bound
+#: sqrt(2 var log(2/delta) / N) + 2 b log(2/delta) / (3 N) (exact variance var and range b of the
+#: per-sample value, by enumeration), which fails with probability <= MC_DELTA per check.
+MC_DELTA = 1e-9
+#: A population step in (alpha, a, b, c) vs the per-entry step on the full Q (oracle gradient),
+#: relative to the size of the step's terms (rounding of ~1e3-term sums).
+STEP_VS_FULL_REL = 1e-12
+#: Equal entries of grad_A in a row, and grad_Q = 0, at uniform attention (oracle), relative to
+#: max_i sum_j A_ij |grad_A_ij| (exactly zero in exact arithmetic).
+UNIFORM_GRAD_REL = 1e-12
