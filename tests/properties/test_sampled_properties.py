@@ -24,8 +24,8 @@ from theory import model
 from theory.structure import random_partition
 
 from tests.tolerances import (EQUIVARIANCE_REL, FD_STEP, GRAD_FD_REL, GRAD_Q_ROW_SUM_REL,
-                              KERNEL_VS_NUMPY_REL, ODD_SYMMETRY_REL, PARALLEL_REL, ROW_SUM_DRIFT_REL,
-                              SOFTMAX_JACOBIAN_REL)
+                              KERNEL_VS_NUMPY_REL, ODD_SYMMETRY_REL, PARALLEL_REL,
+                              ROW_SUM_DRIFT_REL, SOFTMAX_JACOBIAN_REL)
 
 #: Examples per property (the issue asks for at least 200, whatever the loaded profile).
 EXAMPLES = 200

@@ -32,10 +32,15 @@ SPEC section 4; issue 4.
 from __future__ import annotations
 
 
-from . import closed_forms, dynamics, softmax, symmetry  # noqa: F401  (registers the lemmas)
 from ._core import REGISTRY, LemmaRecord, Proof, is_zero
+from .closed_forms import prove_L5, prove_L7, prove_L8, prove_L9
+from .dynamics import prove_L6, prove_L10
+from .softmax import prove_L1, prove_L2
+from .symmetry import prove_L3, prove_L4
 
-__all__ = ["LemmaRecord", "Proof", "is_zero", "LEMMAS", "names", "prove", "prove_all"]
+__all__ = ["LemmaRecord", "Proof", "is_zero", "LEMMAS", "names", "prove", "prove_all",
+           "prove_L1", "prove_L2", "prove_L3", "prove_L4", "prove_L5", "prove_L6", "prove_L7",
+           "prove_L8", "prove_L9", "prove_L10"]
 
 
 def _order(name: str) -> int:

@@ -25,15 +25,17 @@ import itertools
 import math
 from typing import Iterator, Sequence
 
+import numpy as np
 import sympy as sp
 
-from theory.structure import Structure, blocks
+from theory.structure import Structure
 
 __all__ = ["sets_of", "strided", "structure_matrices", "invariant_logits", "invariant_attention",
            "softmax", "symbol_matrix", "generators", "group_elements", "inverse",
            "permute_matrix", "conjugation_sub", "patch_sub", "ell", "ell_prime", "act",
            "act_prime", "act_odd", "patterns", "model_terms", "risk_integrand",
-           "grad_A_integrand", "backprop_softmax", "exp_to_symbols", "generic_function", "alpha", "q"]
+           "grad_A_integrand", "backprop_softmax", "exp_to_symbols", "generic_function",
+           "alpha", "q"]
 
 alpha, q = sp.symbols("alpha q")
 
@@ -86,7 +88,6 @@ def sets_of(structure: Structure) -> list[list[int]]:
 
 def strided(L: int, C: int) -> Structure:
     """The non-contiguous partition S_l = {l, l + L, l + 2L, ...} (interleaved sets)."""
-    import numpy as np
     return Structure(np.arange(L * C).reshape(C, L).T.copy(), "custom")
 
 

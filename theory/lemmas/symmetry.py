@@ -25,7 +25,7 @@ from sympy.polys.matrices import DomainMatrix
 from theory.structure import blocks
 
 from ._core import Proof, lemma
-from ._symbolic import (act, backprop_softmax, conjugation_sub, ell, ell_prime, act_prime,
+from ._symbolic import (backprop_softmax, conjugation_sub, ell, ell_prime, act_prime,
                         exp_to_symbols, generators, grad_A_integrand, group_elements,
                         invariant_logits, model_terms, patch_sub, patterns, permute_matrix,
                         risk_integrand, sets_of, softmax, strided, structure_matrices,
