@@ -23,6 +23,13 @@ STEPS: tuple[tuple[str, str, str], ...] = (
     ("train", "simulations.commands.train", "sampled-data GD, free logits Q"),
     ("train_gram", "simulations.commands.train", "sampled-data GD, positional encodings Q = P P^T"),
     ("locality", "simulations.commands.locality", "square-window sets: spatial locality"),
+    ("population", "simulations.commands.population",
+     "exact population dynamics, and sampled-vs-population distance against N"),
+    ("lemmas", "simulations.commands.lemmas", "sympy proofs of the lemmas of SPEC section 4"),
+    ("solutions", "simulations.commands.solutions", "certified catalogue of generalizing solutions"),
+    ("transfer", "simulations.commands.transfer", "downstream sample complexity against baselines"),
+    ("vit", "simulations.commands.vit", "positional-attention ViT vs standard ViT on digits"),
+    ("check", "simulations.commands.check", "the claims of SPEC section 6, from the steps above"),
 )
 
 
