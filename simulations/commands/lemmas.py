@@ -88,11 +88,14 @@ def reproduce_step(out_dir: Path, config, seed: int, quick: bool, progress: bool
     """Reproduction step: prove every lemma and write ``out_dir/lemmas.json``.
 
     ``config``, ``seed`` and ``quick`` do not change the proofs (they are symbolic). The summary
-    has ``all_proved`` and an empty ``figures`` list (this step draws no figure).
+    has ``all_proved`` and an empty ``figures`` list (this step draws no figure); the step fails
+    (``exit_status`` 1) when a lemma is not proved.
     """
     log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else None
     summary = prove(None, log=log)
     path = write_json(Path(out_dir) / "lemmas.json", summary)
     summary["out"] = str(path)
     summary["figures"] = []
+    if not summary.get("all_proved"):
+        summary["exit_status"] = 1  # reproduce reports the step as failed
     return summary
