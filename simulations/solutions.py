@@ -61,7 +61,7 @@ from theory.structure import Structure
 
 from .population.bruteforce import bruteforce_risk
 from .population.dynamics import PopulationResult, run_population
-from .population.exact import TIE_RTOL, bayes_error, evaluate
+from .population.exact import MAX_CONFIGURATIONS, TIE_RTOL, bayes_error, evaluate
 from .progress import progress_bar
 from .results import load_folder, save_folder
 
@@ -184,9 +184,12 @@ def monte_carlo(A: np.ndarray, structure: Structure, q: float, p: int, nu: float
 
 
 def measure(Q: np.ndarray, structure: Structure, q: float, p: int, nu: float, alpha: float, *,
-            mc_samples: int = MC_SAMPLES, rng: np.random.Generator | None = None) -> Measurement:
-    """Risk and error of (alpha, Q): exact multiset enumeration when Q is G-invariant, brute
-    force otherwise, Monte Carlo when brute force is refused (module notes).
+            mc_samples: int = MC_SAMPLES, rng: np.random.Generator | None = None,
+            max_configurations: int = MAX_CONFIGURATIONS) -> Measurement:
+    """Risk and error of (alpha, Q): exact multiset enumeration when Q is G-invariant (complete,
+    else truncated with the certified bound of tolerance :data:`TRUNCATION_TOL`), brute force
+    otherwise, Monte Carlo when neither is affordable (module notes). ``max_configurations``
+    caps the multiset enumeration.
 
     References
     ----------
@@ -197,10 +200,11 @@ def measure(Q: np.ndarray, structure: Structure, q: float, p: int, nu: float, al
     inv = _as_invariant(Q, structure)
     if inv is not None:
         try:
-            ev = evaluate(L, C, q, p, nu, alpha, *inv)
+            ev = evaluate(L, C, q, p, nu, alpha, *inv, max_configurations=max_configurations)
         except ValueError:
             try:
-                ev = evaluate(L, C, q, p, nu, alpha, *inv, tol=TRUNCATION_TOL)
+                ev = evaluate(L, C, q, p, nu, alpha, *inv, tol=TRUNCATION_TOL,
+                              max_configurations=max_configurations)
             except ValueError:
                 ev = None
         if ev is not None:

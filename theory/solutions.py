@@ -92,7 +92,7 @@ LABELS = {
     "wrong": "wrong partition (round-robin)",
     "shifted": "shifted blocks (next set)",
     "gd-population": "GD, exact population dynamics",
-    "gd-sampled": "GD, sampled data (N samples)",
+    "gd-sampled": "GD, sampled data (full v and Q)",
 }
 
 #: Patch-association level: min_i m_i(A) >= 1 - EPS.

@@ -121,6 +121,22 @@ def test_monte_carlo_interval_covers_the_exact_value_and_is_used_beyond_brute_fo
         measure(Q, S5, 0.3, 5, 0.03, 1.0)
 
 
+def test_truncated_enumeration_gives_a_certified_interval():
+    """A capped enumeration falls back to the certified truncation: the interval it reports
+    contains the complete value."""
+    L, C, q, p, nu, alpha = 4, 4, 0.01, 5, 0.03, 1.2
+    S = _S(L, C, 6)
+    Q = th.construct("block", S, 3.0, alpha).Q
+    full = measure(Q, S, q, p, nu, alpha)
+    cut = measure(Q, S, q, p, nu, alpha, max_configurations=300)
+    assert full.method == cut.method == "exact-multiset"
+    assert "complete" in full.detail and "truncated" in cut.detail
+    assert cut.work < full.work <= 680
+    assert cut.error_low <= full.error <= cut.error_high
+    assert cut.risk_low <= full.risk <= cut.risk_high
+    assert 0 < cut.error_high - cut.error_low <= 1e-6
+
+
 @pytest.fixture(scope="module")
 def tiny_table():
     cfg = preset("tiny", steps=60, n_train=400, n_test=400)
