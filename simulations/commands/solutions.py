@@ -184,7 +184,9 @@ def render_table(s: dict) -> str:
 
 
 def render(summary: dict) -> str:
-    blocks = [render_table(s) for s in summary["configs"].values()]
+    configs = summary["configs"]
+    order = [k for k in ("main", "alt") if k in configs] + sorted(set(configs) - {"main", "alt"})
+    blocks = [render_table(configs[k]) for k in order]
     tail = [f"results: {summary['out']}"] + [f"figure: {p}" for p in summary["figures"]]
     return "\n\n".join(blocks) + "\n\n" + "\n".join(tail)
 
