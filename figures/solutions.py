@@ -72,7 +72,7 @@ def plot(result, axes=None):
     axes[2].axhline(1 - result.eps, color="grey", lw=0.8, ls="-.",
                     label=f"association level 1 - eps = {1 - result.eps:g}")
     cfg = result.config
-    axes[2].axhline(cfg.C / cfg.D, color="grey", lw=0.8, ls=":", label=f"uniform C/D")
+    axes[2].axhline(cfg.C / cfg.D, color="grey", lw=0.8, ls=":", label="uniform C/D")
     for r in result.rows:
         if not r.name.startswith("gd-") or r.name not in result.attention:
             continue

@@ -23,7 +23,7 @@ from theory import solutions as th
 from theory.config import Config
 
 from ..solutions import (ALT_Q, DEFAULT_LAMBDAS, GD_STEPS, MC_SAMPLES, QUICK_GD_STEPS,
-                         QUICK_LAMBDAS, SolutionsResult, alt_config, solutions_table)
+                         QUICK_LAMBDAS, alt_config, solutions_table)
 
 NAME = "solutions"
 HELP = ("explicit solutions (block-uniform, identity, uniform, wrong partition, shifted blocks) "

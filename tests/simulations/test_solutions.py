@@ -2,7 +2,6 @@
 enumeration of tests/reference_population, the closed forms of theory.solutions), the method
 labels, the Bayes error, save/load, the command and the figure."""
 import json
-import math
 
 import numpy as np
 import pytest
