@@ -96,7 +96,8 @@ def plot(result: ViTResult, ax=None, *, queries: Sequence[int] | None = None, la
         bar = fig.colorbar(im, ax=list(ax[row]), shrink=0.8, label="attention")
         bar.ax.axhline(1.0 / (gh * gw), color=COLORS["vermillion"], lw=1.0)  # uniform level
     m = result.meta
-    note = ", patches permuted (shown at true positions)" if m.get("permuted") else ""
+    note = "\npatches permuted for training, drawn at their true positions" if m.get(
+        "permuted") else ""
     fig.suptitle(f"{m['data']}: layer {layer + 1} of {depth}, heads averaged, seed "
                  f"{m['seeds'][seed_index]}, {gh} x {gw} patch grid{note}")
     return fig

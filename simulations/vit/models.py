@@ -9,8 +9,8 @@ blocks
 
 then average the tokens (no class token) and classify with a linear head. Per head h (d_k = dim/H):
 
-- content attention (the standard ViT): A^(h) = softmax(LN(h) W_Q^(h) (LN(h) W_K^(h))^T / sqrt(d_k)),
-  which depends on the image;
+- content attention (the standard ViT):
+  A^(h) = softmax(LN(h) W_Q^(h) (LN(h) W_K^(h))^T / sqrt(d_k)), which depends on the image;
 - positional attention: A^(h) = softmax(LN(P) W_Q^(h) (LN(P) W_K^(h))^T / sqrt(d_k)) =
   softmax(P~ W_h P~^T) with W_h = W_Q^(h) W_K^(h)^T / sqrt(d_k) and P~ = LN(P): the logits depend on
   the positional encodings only, so A is the same for every image (SPEC section 2's positional

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["mean_ci", "paired_gap_ci", "attention_distance", "uniform_distance"]
 
@@ -32,6 +31,8 @@ def mean_ci(values, level: float = 0.95) -> dict:
         raise ValueError("mean_ci needs at least one finite value")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
+    from scipy import stats  # here, not at import: spawned training workers never need it
+
     mean = float(x.mean())
     if x.size < 2:
         half, sd = math.nan, math.nan

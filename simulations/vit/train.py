@@ -69,12 +69,12 @@ class Recipe:
 
     patch: int = 2
     dim: int = 64
-    depth: int = 3
+    depth: int = 2
     heads: int = 4
     mlp_ratio: int = 2
-    epochs: int = 40
-    batch_size: int = 64
-    lr: float = 2e-3
+    epochs: int = 30
+    batch_size: int = 32
+    lr: float = 1e-3
     weight_decay: float = 0.05
     warmup_epochs: float = 3.0
     label_smoothing: float = 0.0
@@ -294,7 +294,9 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
     for name, p in model.named_parameters():
         (no_decay if p.ndim < 2 or "norm" in name or name == "pos" else decay).append(p)
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": recipe.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=recipe.lr)
+                             {"params": no_decay, "weight_decay": 0.0}], lr=recipe.lr,
+                            fused=True)  # one kernel for all parameters: the step of a small
+    # model is otherwise dominated by per-tensor overhead (measured ~10x faster on CPU)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _lr_factor(s, warmup, total))
     loss_fn = nn.CrossEntropyLoss(label_smoothing=recipe.label_smoothing)
     losses = np.zeros(recipe.epochs)

@@ -14,6 +14,8 @@ from simulations.cli import main  # noqa: E402
 from simulations.commands.vit import DIGITS_FLOOR, claim6  # noqa: E402
 from simulations.vit.result import ViTResult  # noqa: E402
 
+from .tolerances import ROW_SUM_ABS_F32  # noqa: E402
+
 #: Options that make a run take a few tiny steps.
 TINY = ["--epochs", "1", "--dim", "16", "--depth", "1", "--heads", "2", "--threads", "1",
         "--jobs", "1"]
@@ -124,4 +126,36 @@ def test_attention_figure_draws_the_saved_maps(svhn_run):
     rect = fig.axes[1].patches[0]
     assert rect.get_xy() == (c - 0.5, r - 0.5)
     # the positional row is one map for every image; each row of it sums to one over the grid
-    np.testing.assert_allclose(expected.sum(axis=(1, 2)), 1.0, atol=1e-6)
+    np.testing.assert_allclose(expected.sum(axis=(1, 2)), 1.0, rtol=0, atol=ROW_SUM_ABS_F32)
+
+
+_BLOCK_TORCH = """
+import importlib.abc, sys
+class _NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+sys.meta_path.insert(0, _NoTorch())
+from simulations.cli import main
+status = main(["vit", "--quiet", "--out", sys.argv[1]])
+assert "torch" not in sys.modules
+sys.exit(status)
+"""
+
+
+def test_without_torch_the_toolkit_loads_and_vit_says_how_to_install(tmp_path):
+    """The rest of the toolkit never imports PyTorch; ``patchassoc vit`` then fails with one
+    line naming the extra to install, and status 2."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", _BLOCK_TORCH, str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == ("patchassoc: error: patchassoc vit needs PyTorch: "
+                                   "pip install -e '.[vit]'")
+    assert not (tmp_path / "out").exists()

@@ -66,6 +66,20 @@ def test_cifar10_reads_the_python_batches_pixel_for_pixel(tmp_path):
                                       test[3, 2048:].reshape(32, 32))
 
 
+def test_cifar_batches_pickled_by_numpy_1_load(tmp_path):
+    """The distributed batches name ``numpy.core.multiarray`` (NumPy 1.x); NumPy 2 writes
+    ``numpy._core``. Protocol-2 GLOBAL opcodes are plain text, so rewrite them and reload."""
+    rng = np.random.default_rng(6)
+    folder, rows, labels, *_ = write_cifar10(tmp_path, rng)
+    raw = (folder / "data_batch_1").read_bytes()
+    assert b"numpy._core.multiarray" in raw or b"numpy.core.multiarray" in raw
+    (folder / "data_batch_1").write_bytes(raw.replace(b"numpy._core.multiarray",
+                                                      b"numpy.core.multiarray"))
+    data = load_cifar10(tmp_path)
+    np.testing.assert_array_equal(data.x_train[:3].transpose(0, 3, 1, 2).reshape(3, -1),
+                                  rows[:3])
+
+
 def test_cifar100_uses_the_fine_labels(tmp_path):
     rng = np.random.default_rng(1)
     folder = tmp_path / "cifar-100-python"
