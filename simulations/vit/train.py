@@ -366,7 +366,9 @@ def compare(data: ImageData, recipe: Recipe, seeds: Sequence[int],
         Show a progress bar (epochs) on stderr.
     jobs : int
         Runs trained at once in separate processes (each with the current number of torch
-        threads). A run's numbers do not depend on ``jobs`` (for a fixed thread count).
+        threads). A run's numbers do not depend on ``jobs`` (for a fixed thread count). With
+        ``jobs > 1`` the workers are spawned processes: a script that calls this must do so
+        under ``if __name__ == "__main__":`` (the console script and ``python -m`` do).
 
     Returns
     -------
