@@ -43,6 +43,7 @@ COMMANDS: tuple[str, ...] = (
     "simulations.commands.check",
     "simulations.commands.bench",
     "simulations.commands.vit",
+    "simulations.commands.transfer",
 )
 
 DEFAULT_OUT = Path("patchassoc-out")
