@@ -205,3 +205,25 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
         assert again[key] == summary[key]
     if summary["ratio"] is not None:
         assert math.isfinite(summary["ratio"])
+
+
+def test_reproduce_step_reuses_the_train_step_and_lists_its_figures(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from simulations.commands import transfer as command
+    from simulations.train import train
+    from theory.config import preset
+
+    monkeypatch.setitem(command.QUICK, "Ns", (4, 16))
+    monkeypatch.setitem(command.QUICK, "seeds", 2)
+    config = preset("tiny", steps=40)
+    # the reproduction's train step: the same run, tested on another number of images
+    train(config.replace(n_test=700), seed=3).save(tmp_path / "train")
+    summary = command.reproduce_step(tmp_path / "transfer", config, 3, True, False)
+    assert summary["upstream"]["source"] == str(tmp_path / "train")
+    assert not (tmp_path / "transfer" / "pretrained").exists()
+    assert summary["figures"] and all(Path(p).exists() for p in summary["figures"])
+    assert {Path(p).suffix for p in summary["figures"]} == {".png", ".pdf"}
+    assert summary["N"] == [4, 16] and summary["n_seeds"] == 2
+    assert "exit_status" not in summary
+    assert set(command.claim5(summary)) == {"claim", "measured", "threshold", "passed"}
