@@ -24,7 +24,7 @@ import numpy as np
 
 from ._jit import N_CHUNKS, jit, pjit, prange
 
-__all__ = ["loss_and_grad", "margins", "softmax_rows", "grad_logits"]
+__all__ = ["loss_and_grad", "margins", "softmax_rows", "grad_logits", "check_data"]
 
 
 @jit
@@ -224,14 +224,30 @@ def _as_f64(name, x, ndim):
     return arr
 
 
-def _check_model_args(X, y, v, A, p, nu):
+def check_data(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a sample once: X float64 C-contiguous (N, D, d), y (N,), all finite.
+
+    Callers that loop (gradient descent) validate their data with this once and then pass
+    ``data_checked=True``, which skips the O(N D d) finiteness scan on every call.
+    """
     X = _as_f64("X", X, 3)
     y = _as_f64("y", y, 1)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+    return X, y
+
+
+def _check_model_args(X, y, v, A, p, nu, data_checked=False):
+    if data_checked:
+        if not (isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 3
+                and X.flags.c_contiguous and isinstance(y, np.ndarray)
+                and y.dtype == np.float64 and y.shape == (X.shape[0],)):
+            raise ValueError("data_checked=True needs X and y as returned by check_data")
+    else:
+        X, y = check_data(X, y)
     v = _as_f64("v", v, 1)
     A = _as_f64("A", A, 2)
     N, D, d = X.shape
-    if y.shape != (N,):
-        raise ValueError(f"y must have shape ({N},), got {y.shape}")
     if v.shape != (d,):
         raise ValueError(f"v must have shape ({d},), got {v.shape}")
     if A.shape != (D, D):
@@ -256,20 +272,22 @@ def grad_logits(A: np.ndarray, grad_A: np.ndarray) -> np.ndarray:
     return _grad_logits(A, grad_A)
 
 
-def loss_and_grad(X, y, v, A, p: int, nu: float) -> dict:
+def loss_and_grad(X, y, v, A, p: int, nu: float, *, data_checked: bool = False) -> dict:
     """Mean logistic loss, zero-one error, and gradients in v, A and Q (Numba).
 
-    Same contract as :func:`theory.model.loss_and_grad`.
+    Same contract as :func:`theory.model.loss_and_grad`. ``data_checked=True`` skips the
+    finiteness scan of (X, y), for data already validated by :func:`check_data`.
     """
-    X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu)
+    X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu, data_checked)
     kernel = _loss_grad_parallel if X.size >= PARALLEL_MIN_ENTRIES else _loss_grad_serial
     loss, err, gv, gA = kernel(X, y, v, A, p, nu)
     return {"loss": loss, "error": err, "grad_v": gv, "grad_A": gA,
             "grad_Q": _grad_logits(A, gA)}
 
 
-def margins(X, y, v, A, p: int, nu: float) -> np.ndarray:
-    """Margins m_n = y_n f(X_n) of every sample (Numba)."""
-    X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu)
+def margins(X, y, v, A, p: int, nu: float, *, data_checked: bool = False) -> np.ndarray:
+    """Margins m_n = y_n f(X_n) of every sample (Numba); ``data_checked`` as in
+    :func:`loss_and_grad`."""
+    X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu, data_checked)
     kernel = _margins_parallel if X.size >= PARALLEL_MIN_ENTRIES else _margins_serial
     return kernel(X, y, v, A, p, nu)

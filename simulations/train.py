@@ -127,6 +127,10 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
     w_star = np.asarray(w_star, dtype=np.float64)
     if v.shape != w_star.shape:
         raise ValueError("v0 and w_star must have the same shape")
+    # validate the samples once; every step then skips the O(N D d) finiteness scan
+    train_X, train_y = kernels.check_data(train_data.X, train_data.y)
+    if test_data is not None:
+        test_X, test_y = kernels.check_data(test_data.X, test_data.y)
     rows: dict[str, list] = {k: [] for k in Trajectory.ARRAYS}
     status = "ok"
     step = 0
@@ -139,7 +143,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         rows["train_loss"].append(out["loss"])
         rows["train_error"].append(out["error"])
         if test_data is not None:
-            m = kernels.margins(test_data.X, test_data.y, v, A, p, nu)
+            m = kernels.margins(test_X, test_y, v, A, p, nu, data_checked=True)
             rows["test_error"].append(float(np.mean(np.where(m < 0, 1.0, np.where(m == 0, .5, 0.)))))
         else:
             rows["test_error"].append(np.nan)
@@ -159,7 +163,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         while True:
             Q = _logits(theta, gram)
             A = kernels.softmax_rows(Q)
-            out = kernels.loss_and_grad(train_data.X, train_data.y, v, A, p, nu)
+            out = kernels.loss_and_grad(train_X, train_y, v, A, p, nu, data_checked=True)
             if not (math.isfinite(out["loss"]) and np.all(np.isfinite(out["grad_v"]))
                     and np.all(np.isfinite(out["grad_Q"]))):
                 status = f"non-finite at step {step}"

@@ -150,3 +150,18 @@ def test_serial_and_parallel_drivers_agree_bit_for_bit():
     assert s[0] == p[0] and s[1] == p[1]
     assert np.array_equal(s[2], p[2]) and np.array_equal(s[3], p[3])
     assert np.array_equal(kernels._margins_serial(*args), kernels._margins_parallel(*args))
+
+
+def test_data_checked_requires_prepared_arrays():
+    data, v, Q, _ = _problem(1)
+    A = kernels.softmax_rows(Q)
+    X, y = kernels.check_data(data.X, data.y)
+    a = kernels.loss_and_grad(X, y, v, A, 5, 0.03, data_checked=True)
+    b = kernels.loss_and_grad(data.X, data.y, v, A, 5, 0.03)
+    assert a["loss"] == b["loss"] and np.array_equal(a["grad_v"], b["grad_v"])
+    with pytest.raises(ValueError, match="check_data"):
+        kernels.loss_and_grad(data.X.astype(np.float32), y, v, A, 5, 0.03, data_checked=True)
+    bad = data.X.copy()
+    bad[0, 0, 0] = np.inf
+    with pytest.raises(ValueError, match="non-finite"):
+        kernels.check_data(bad, data.y)
