@@ -66,8 +66,8 @@ def plot(summary: dict, ax=None):
         if n_eps is not None:
             ax.plot([n_eps], [eps], marker="|", ms=14, mew=2, color=color)
     ax.axhline(eps, color="grey", ls="--", lw=0.9)
-    ax.text(min(summary["N"]), eps * 1.06,
-            f"$\\varepsilon$ = {eps:g}", color="grey", fontsize=8, va="bottom")
+    ax.text(max(summary["N"]), eps * 1.04, f"$\\varepsilon$ = {eps:g}", color="grey",
+            fontsize=8, va="bottom", ha="right")
     ax.set_xscale("log", base=2)
     ax.set_xticks(summary["N"])
     ax.set_xticklabels([str(n) for n in summary["N"]])

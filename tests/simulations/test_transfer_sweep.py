@@ -169,6 +169,15 @@ def test_dask_backend_gives_the_same_cells(tmp_path):
 
 
 # -- the command --------------------------------------------------------------------------------
+def test_transfer_help_documents_the_reference_setting(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["transfer", "--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sigma~ sqrt(d) = 3, q~ = 0.5" in text
+    assert "--dask ADDRESS" in text and "--jobs K" in text and "--quick" in text
+
+
 def test_transfer_command_rejects_bad_options(capsys):
     assert main(["transfer", "--eps", "1.5", "--quiet"]) == 2
     assert "eps" in capsys.readouterr().err
