@@ -192,7 +192,10 @@ def write_report(folder: str | Path) -> Path:
     """Write ``folder``/report.md from the reproduction's saved summaries."""
     folder = Path(folder)
     meta = read_json(folder / "reproduce.json")
-    steps: dict = meta["steps"]
+    # JSON objects are written with sorted keys: restore the order the steps ran in
+    order = meta.get("order") or list(meta["steps"])
+    steps: dict = {n: meta["steps"][n] for n in order if n in meta["steps"]}
+    steps.update({n: r for n, r in meta["steps"].items() if n not in steps})
     lines = ["# patchassoc reproduction report", "",
              "Verification of *Vision Transformers provably learn spatial structure* (Jelassi, "
              "Sander, Li; NeurIPS 2022) by exact computation and simulation. Every number below "

@@ -88,7 +88,8 @@ def run(ctx) -> dict:
     failed = [n for n, r in results.items() if not r.get("ok")]
     summary = {"out": str(out), "steps": results, "failed": failed,
                "seconds": time.perf_counter() - t_start, "quick": bool(ctx.args.quick),
-               "seed": ctx.seed, "config": ctx.config.to_dict()}
+               "seed": ctx.seed, "config": ctx.config.to_dict(),
+               "order": [name for name, _, _ in STEPS if name in results]}
     write_json(out / "reproduce.json", summary)
     from ..report import write_report
     summary["report"] = str(write_report(out))
