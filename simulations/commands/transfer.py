@@ -179,7 +179,8 @@ def run_study(config: Config, seed: int, out: Path, *, quick: bool = False, jobs
         raise ValueError(f"--eps must lie in (0, 1), got {eps}")
     n_seeds = (QUICK if quick else REFERENCE)["seeds"] if seeds is None else int(seeds)
     if n_seeds < 2:
-        raise ValueError(f"--seeds must be >= 2 (confidence intervals need two seeds), got {n_seeds}")
+        raise ValueError(f"--seeds must be >= 2 (confidence intervals need two seeds), "
+                         f"got {n_seeds}")
     if jobs is not None and jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {jobs}")
     Ns = (QUICK if quick else REFERENCE)["Ns"]

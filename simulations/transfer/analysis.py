@@ -93,7 +93,8 @@ def _all_n_eps(table: Mapping[str, np.ndarray], Ns, eps, idx=None) -> dict[str, 
 
 def bootstrap_ratio(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps: float,
                     pretrained: str, baselines: Sequence[str], n_boot: int = 2000,
-                    seed: int = 0, confidence: float = CONFIDENCE) -> tuple[float, float, np.ndarray]:
+                    seed: int = 0, confidence: float = CONFIDENCE
+                    ) -> tuple[float, float, np.ndarray]:
     """Percentile-bootstrap interval of the ratio (resampling seeds jointly); returns
     (low, high, replicated ratios)."""
     n_seeds = np.asarray(table[pretrained]).shape[1]

@@ -91,7 +91,7 @@ def load_cell(folder: str | Path, cell: Cell, fingerprint: str) -> CellResult | 
         result = CellResult.from_dict(read_json(path))
     except (ValueError, TypeError, KeyError, OSError):
         return None
-    if result.fingerprint != fingerprint or \
+    if result.fingerprint != fingerprint or result.status.startswith("interrupted") or \
             (result.method, result.N, result.seed) != (cell.method, cell.N, cell.seed):
         return None
     return result
@@ -208,15 +208,9 @@ def _run_pool(jobs: int, task, todo, store, compute) -> None:
                 cell = pending.pop(fut)
                 store(cell, fut.result())
     except BaseException:
-        # Stop at once: unstarted cells are cancelled, running ones are abandoned (they were not
-        # stored, so a resumed sweep computes them).
-        # (_processes is private but present in every CPython since 3.2; without it the pool
-        # just waits for the running cells.)
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
+        # Unstarted cells are cancelled; running ones finish or stop (on Ctrl-C the workers are
+        # interrupted too) and are not stored, so a resumed sweep computes them.
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
 

@@ -63,7 +63,7 @@ from ..train import TrainResult, gradient_descent
 __all__ = ["METHODS", "BASELINES", "TEST_MODES", "TransferSetting", "Upstream", "TransferTask",
            "CellResult", "downstream_feature", "wrong_partition", "method_logits", "run_cell",
            "measure_test_error", "cell_streams", "feature_stream", "IDENTITY_LOGIT",
-           "error_floor", "FLOOR_SCALES"]
+           "error_floor", "FLOOR_SCALES", "PROTOCOL_VERSION"]
 
 #: The methods compared, pretrained first; the others are the baselines.
 METHODS = ("pretrained", "identity", "uniform", "initial", "wrong", "joint")
@@ -72,6 +72,10 @@ TEST_MODES = ("projected", "images")
 
 #: Off-diagonal logit of the identity attention: exp(-1000) is exactly 0 in float64.
 IDENTITY_LOGIT = -1000.0
+
+#: Version of the cell protocol (:func:`run_cell`); part of every fingerprint, so stored cells
+#: computed under another protocol are recomputed. Bump it when run_cell's numbers change.
+PROTOCOL_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -207,7 +211,7 @@ class TransferTask:
     def fingerprint(self) -> str:
         """A digest of the upstream run, the setting and the master seed: cells stored with a
         different fingerprint belong to another sweep and are recomputed, never reused."""
-        text = json.dumps({"upstream": self.upstream.fingerprint(),
+        text = json.dumps({"protocol": PROTOCOL_VERSION, "upstream": self.upstream.fingerprint(),
                            "setting": self.setting.to_dict(), "master_seed": self.master_seed},
                           sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -399,6 +403,9 @@ def run_cell(task: TransferTask, method: str, N: int, seed: int) -> CellResult:
                             eta_Q=cfg.eta_Q, steps=st.steps, at=[0, st.steps], w_star=w_tilde,
                             structure=up.structure, gram=gram, train_attention=train_attention,
                             tol=st.tol)
+    if traj.status.startswith("interrupted"):
+        # gradient_descent keeps what it did on Ctrl-C; a cell must not return half a run
+        raise KeyboardInterrupt(f"cell ({method}, N={N}, seed={seed}) {traj.status}")
     del train_data
     v = traj.v
     A = kernels.softmax_rows(traj.Q)

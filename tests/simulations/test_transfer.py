@@ -341,3 +341,20 @@ def test_upstream_trajectory_does_not_depend_on_n_test_or_records():
     assert np.array_equal(a.trajectory.theta, b.trajectory.theta)
     assert np.array_equal(a.trajectory.v, b.trajectory.v)
     assert Upstream.from_result(a).fingerprint() == Upstream.from_result(b).fingerprint()
+
+
+def test_an_interrupted_descent_never_becomes_a_cell(monkeypatch):
+    """gradient_descent keeps what it did on Ctrl-C; run_cell must re-raise rather than return
+    (and the sweep store) half a run."""
+    import dataclasses
+
+    from simulations.transfer import tasks
+
+    real = tasks.gradient_descent
+
+    def interrupted(*args, **kwargs):
+        return dataclasses.replace(real(*args, **kwargs), status="interrupted at step 3")
+
+    monkeypatch.setattr(tasks, "gradient_descent", interrupted)
+    with pytest.raises(KeyboardInterrupt, match="interrupted at step 3"):
+        run_cell(TransferTask(tiny_upstream(), tiny_setting()), "uniform", 8, 0)

@@ -103,6 +103,10 @@ def test_cells_of_another_sweep_or_corrupt_files_are_recomputed(tmp_path):
     cell_path(tmp_path, cells[0]).write_text('{"method": "pretrained", "N": ')   # torn file
     out = run_sweep(other, cells, tmp_path, jobs=1)
     assert out.computed == (cells[0],) and set(out.reused) == set(cells[1:])
+    stored = read_json(cell_path(tmp_path, cells[1]))                  # a half run is not a cell
+    cell_path(tmp_path, cells[1]).write_text(json.dumps(dict(stored, status="interrupted at 2")))
+    out = run_sweep(other, cells, tmp_path, jobs=1)
+    assert out.computed == (cells[1],)
 
 
 # -- interruption and resumption ----------------------------------------------------------------
