@@ -51,7 +51,11 @@ def plot(summary: dict, ax=None):
     if ax is None:
         _, ax = new_figure(figsize=(6.4, 4.2))
     eps = summary["eps"]
-    for method, rec in summary["methods"].items():
+    methods = summary["methods"]
+    # a fixed order (saved JSON has sorted keys): pretrained first, then the baselines
+    order = [m for m in LABELS if m in methods] + [m for m in methods if m not in LABELS]
+    for method in order:
+        rec = methods[method]
         N = np.asarray(rec["N"], dtype=float)
         mean = np.asarray(rec["mean"], dtype=float)
         lo = np.asarray([np.nan if v is None else v for v in rec["ci_low"]], dtype=float)
@@ -66,8 +70,9 @@ def plot(summary: dict, ax=None):
         if n_eps is not None:
             ax.plot([n_eps], [eps], marker="|", ms=14, mew=2, color=color)
     ax.axhline(eps, color="grey", ls="--", lw=0.9)
-    ax.text(max(summary["N"]), eps * 1.04, f"$\\varepsilon$ = {eps:g}", color="grey",
-            fontsize=8, va="bottom", ha="right")
+    ax.annotate(f"$\\varepsilon$ = {eps:g}", xy=(1.0, eps), xycoords=("axes fraction", "data"),
+                xytext=(3, 0), textcoords="offset points", color="grey", fontsize=8,
+                va="center", ha="left")
     ax.set_xscale("log", base=2)
     ax.set_xticks(summary["N"])
     ax.set_xticklabels([str(n) for n in summary["N"]])

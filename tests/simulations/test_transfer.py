@@ -2,6 +2,7 @@
 cell, the statistics (N_eps, CIs, bootstrap ratio), the claim check and the figure."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ from scipy import stats
 
 from simulations import kernels
 from simulations.commands.transfer import claim5
+from simulations.results import to_jsonable
 from simulations.sampler import unit_vector
 from simulations.transfer import analysis
 from simulations.transfer.tasks import (IDENTITY_LOGIT, METHODS, TransferSetting, TransferTask,
@@ -318,9 +320,11 @@ def test_figure_draws_one_curve_and_band_per_method(tmp_path):
     from figures import transfer as fig_transfer
     Ns, table = _synthetic_table(noise=0.01)
     s = analysis.summarize(table, Ns, 0.05, n_boot=100)
+    s = json.loads(json.dumps(to_jsonable(s), sort_keys=True))   # as read back from disk
     ax = fig_transfer.plot(s)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert len(labels) == 4
+    assert labels[0].startswith("pretrained")          # fixed order, whatever the key order
     expected = f"= {s['n_eps']['pretrained']:.3g}"
     assert 2.5 < s["n_eps"]["pretrained"] < 3.2                              # ~ 2^1.5
     assert any(l.startswith("pretrained") and expected in l for l in labels)
