@@ -161,6 +161,26 @@ def _vit_reading(s: dict) -> dict[str, str]:
         f"attention, which the synthetic locality figure shows instead.")}
 
 
+def _transfer_reading(s: dict) -> dict[str, str]:
+    st = s.get("setting") or {}
+    n_eps = s.get("n_eps") or {}
+    reach = "; ".join(f"{m}: {'not reached' if v is None else f'{float(v):.0f}'}"
+                      for m, v in n_eps.items())
+    ci = s.get("ratio_ci") or [None, None]
+    bound = " (a lower bound: the pretrained attention already reaches eps at the smallest N " \
+            "of the grid)" if s.get("ratio_is_lower_bound") else ""
+    return {"transfer": (
+        f"Transfer to a downstream task with the same sets but a new feature orthogonal to w* "
+        f"(downstream q = {st.get('q')}, sigma sqrt(d) = {st.get('sigma_sqrt_d')}). Each curve "
+        f"is the mean test error (on {st.get('n_test')} fresh samples) after retraining v from "
+        f"a small start with the attention frozen, against the number N of downstream samples, "
+        f"with 95 % bands over {s.get('n_seeds')} seeds. Samples needed to reach "
+        f"{_pct(s.get('eps'))} error (N_eps): {reach}. The best baseline is "
+        f"{s.get('best_baseline')}; the ratio N_eps(best baseline) / N_eps(pretrained) is "
+        f"{_f(s.get('ratio'), '.1f')}{bound}, bootstrap 95 % CI {_f(ci[0], '.1f')} to "
+        f"{_f(ci[1], '.1f')}.")}
+
+
 #: step name -> function(summary) -> {figure stem: paragraph}
 READERS: dict[str, Callable[[dict], dict[str, str]]] = {
     "train": lambda s: _train_reading(s, "Sampled-data gradient descent with free logits Q"),
@@ -170,6 +190,7 @@ READERS: dict[str, Callable[[dict], dict[str, str]]] = {
     "population": _population_reading,
     "solutions": _solutions_reading,
     "vit": _vit_reading,
+    "transfer": _transfer_reading,
 }
 
 
