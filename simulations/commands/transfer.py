@@ -41,12 +41,16 @@ depends on eps (``eps_sensitivity`` in transfer.json): 44 at eps = 0.03, 152 at 
 0.06, but about 4 at 0.07 and 3 at 0.08, where the initial attention Q0 reaches eps with 6-8
 samples. Joint training from scratch ends below the pretrained attention at N = 2048 (1.5 % vs
 3.1 %): it learns an attention suited to the downstream noise. The CIs are over downstream seeds
-for one pretrained attention (pretraining is done once per sweep).
+for one pretrained attention (pretraining is done once per sweep). ``--quick`` (seeds 0-3): the
+pretrained error is 4.9 % already at N = 2, so N_eps(pretrained) <= 2 and the reported ratio,
+377 [206, 472], is a lower bound (flagged ``ratio_is_lower_bound``); N_eps(joint) = 753.
 
-Cost (2 cores shared with other jobs, so pessimistic): the full sweep (660 cells) used 608
-CPU-seconds in its cells (per cell: 5.7 s at N = 2048, 2.3 s at 1024, 1.1 s at 512, < 0.5 s
-below) plus 45 for pretraining, 6.9 min wall; on 2 quiet cores about 5.5 min. ``timing`` in
-transfer.json records the per-cell seconds of every run.
+Cost, on the 2 cores of the development machine (shared with other jobs, so upper bounds):
+the full sweep (660 cells) took 3.4 min wall (203 s; 344 CPU-seconds in its cells: about 3.0 s
+per cell at N = 2048, 1.3 s at 1024, 0.65 s at 512, < 0.35 s below; pretraining 10 s) when the
+machine was lightly loaded, and 6.9 min under heavy sharing; ``--quick`` (144 cells, with its
+own pretraining) took 40 s. ``timing`` in transfer.json records the per-cell wall and CPU seconds
+of every run.
 
 Output: ``<out>/pretrained/`` (the upstream run), ``<out>/cells/*.json`` (one file per cell,
 written atomically; an interrupted sweep resumes without recomputing finished cells),
