@@ -35,6 +35,7 @@ __all__ = ["main", "Context", "COMMANDS", "build_parser"]
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "simulations.commands.train",
+    "simulations.commands.locality",
     "simulations.commands.reproduce",
     "simulations.commands.population",
     "simulations.commands.population_eval",
