@@ -262,7 +262,9 @@ def _short(x) -> str:
 
 
 def _wrap(cid: str, out: dict, source: str) -> dict:
-    return record(cid, _short(out.get("measured")), _short(out.get("threshold")),
+    # the helper's own sentence (numbers with their intervals) reads better than its raw dict
+    measured = str(out["detail"]) if out.get("detail") else _short(out.get("measured"))
+    return record(cid, measured, _short(out.get("threshold")),
                   bool(out.get("passed")), source, detail=str(out.get("detail", "")),
                   values={"measured": out.get("measured"), "threshold": out.get("threshold")},
                   claim=out.get("claim"))

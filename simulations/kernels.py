@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from ._jit import N_CHUNKS, jit, pjit, prange
+from ._scalar import logistic as _logistic
 
 __all__ = ["loss_and_grad", "margins", "softmax_rows", "grad_logits", "check_data"]
 
@@ -43,16 +44,6 @@ def _softmax_rows(Q):
         for j in range(Q.shape[1]):
             A[i, j] /= tot
     return A
-
-
-@jit
-def _logistic(m):
-    # log(1 + exp(-m)) and l'(m) = -1/(1 + exp(m)), without overflow
-    if m > 0:
-        e = math.exp(-m)
-        return math.log1p(e), -e / (1.0 + e)
-    e = math.exp(m)
-    return -m + math.log1p(e), -1.0 / (1.0 + e)
 
 
 @jit

@@ -193,7 +193,8 @@ def render(summary: dict) -> str:
 
 def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool,
                    progress: bool) -> dict:
-    """Reproduction step: both tables and figures into ``out_dir`` (``main/``, ``alt/``).
+    """Reproduction step: both tables and figures into ``out_dir`` (``main/``, ``alt/``;
+    ``quick``: the reference table ``main/`` only).
 
     The sampled-data row reuses the sibling ``train/`` result of the reproduction when it was
     trained with the same sizes, q, logits and seed; otherwise it trains.
@@ -206,5 +207,7 @@ def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool,
             train_result = _load_train(sibling, config, seed)
         except ValueError:
             train_result = None
+    # quick: the reference table only; the alternative configuration is for the full run
     return compute(config, seed, out_dir, quick=quick, train_result=train_result,
+                   alt_q=None if quick else ALT_Q,
                    progress=progress)

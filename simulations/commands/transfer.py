@@ -301,7 +301,19 @@ def claim5(summary: dict) -> dict:
     lo_value = math.inf if lo_censored else lo
     passed = (measured_ratio is not None and measured_ratio >= 8.0
               and lo_value is not None and lo_value > 4.0)
+    n_eps = summary.get("n_eps") or {}
+    best = summary.get("best_baseline")
+    ci = summary.get("ratio_ci") or [None, None]
+
+    def _num(x):
+        return "n/a" if x is None else (f"{x:.3g}" if math.isfinite(x) else "inf")
+
+    detail = (f"eps = {summary.get('eps')}: N_eps pretrained {_num(n_eps.get('pretrained'))}, "
+              f"best baseline ({best}) {_num(n_eps.get(best))}; ratio "
+              f"{_num(measured_ratio)}{' (lower bound)' if censored else ''}, 95 % CI "
+              f"{_num(ci[0])} to {_num(ci[1])}")
     return {
+        "detail": detail,
         "claim": "transfer: the frozen pretrained attention reaches eps test error with >= 8x "
                  "fewer downstream samples than the best baseline (95% CI lower end > 4)",
         "measured": {"ratio": ratio, "ratio_censored": censored,

@@ -66,6 +66,7 @@ from theory.invariant import attention_values, chain_to_gram, chain_to_logits, g
 from theory.invariant import gram_to_logits
 
 from .._jit import N_CHUNKS, jit, pjit, prange
+from .._scalar import logistic as _logistic
 
 __all__ = ["Evaluation", "evaluate", "evaluate_gram", "bayes_error", "plan", "Plan",
            "count_configurations", "tail_moments", "TIE_RTOL", "MAX_CONFIGURATIONS",
@@ -93,16 +94,6 @@ def _act(z, p, nu):
     for _ in range(p - 1):
         zp1 *= z
     return zp1 * z + nu * z, p * zp1 + nu
-
-
-@jit
-def _logistic(m):
-    # log(1 + exp(-m)) and its derivative -1/(1 + exp(m)), without overflow
-    if m > 0:
-        e = math.exp(-m)
-        return math.log1p(e), -e / (1.0 + e)
-    e = math.exp(m)
-    return -m + math.log1p(e), -1.0 / (1.0 + e)
 
 
 @jit

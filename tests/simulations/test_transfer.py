@@ -311,8 +311,10 @@ def test_claim5_thresholds():
     assert claim5(censored)["passed"]
     assert not claim5(dict(censored, ratio_lower_bound=6.0))["passed"]
     c = claim5(dict(base, ratio=10.0, ratio_ci=[5.0, 20.0]))
-    assert set(c) == {"claim", "measured", "threshold", "passed"}
+    assert set(c) == {"claim", "measured", "threshold", "passed", "detail"}
     assert c["threshold"] == {"ratio": 8.0, "ratio_ci_low": 4.0}
+    assert "ratio 10, 95 % CI 5 to 20" in c["detail"]
+    assert "(lower bound)" in claim5(censored)["detail"]
 
 
 # -- figure -------------------------------------------------------------------------------------
