@@ -50,8 +50,8 @@ def run(ctx) -> dict:
 
 def reproduce_step(out: Path, config: Config, seed: int, quick: bool, progress: bool) -> dict:
     """Reproduction step: the windows run and the locality figure."""
-    if quick:
-        config = config.replace(n_test=min(config.n_test, 5000))
+    if quick:  # a preview: no claim depends on this run
+        config = config.replace(n_test=min(config.n_test, 2000), steps=min(config.steps, 300))
     return run_locality(config, seed, out, progress)
 
 

@@ -122,8 +122,8 @@ def render(s: dict) -> str:
 def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool,
                    progress: bool) -> dict:
     """Reproduction step: the population dynamics (``DEFAULT_STEPS`` steps, into ``out_dir``)
-    and the sampled-vs-population distance against N (``out_dir/convergence``; ``quick``: five
-    N up to 4000, two seeds, 300 steps; otherwise seven N up to 16000, four seeds,
+    and the sampled-vs-population distance against N (``out_dir/convergence``; ``quick``: four
+    N up to 2000, two seeds, 300 steps; otherwise seven N up to 16000, four seeds,
     ``config.steps`` steps). Raises ValueError (with the cost) when the config is too large
     for complete enumeration at every step (e.g. D = 64)."""
     out_dir = Path(out_dir)

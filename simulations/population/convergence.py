@@ -44,7 +44,7 @@ __all__ = ["ConvergenceResult", "run_convergence", "D_SAMPLED", "DEFAULT_NS", "Q
 #: Patch dimension of the sampled runs (irrelevant when sigma = 0, see the module notes).
 D_SAMPLED = 2
 DEFAULT_NS = (250, 500, 1000, 2000, 4000, 8000, 16000)
-QUICK_NS = (250, 500, 1000, 2000, 4000)
+QUICK_NS = (250, 500, 1000, 2000)
 
 
 @dataclass(frozen=True, eq=False)
