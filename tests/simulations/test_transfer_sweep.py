@@ -239,4 +239,4 @@ def test_reproduce_step_reuses_the_train_step_and_lists_its_figures(tmp_path, mo
     assert {Path(p).suffix for p in summary["figures"]} == {".png", ".pdf"}
     assert summary["N"] == [4, 16] and summary["n_seeds"] == 2
     assert "exit_status" not in summary
-    assert set(command.claim5(summary)) == {"claim", "measured", "threshold", "passed"}
+    assert set(command.claim5(summary)) == {"claim", "measured", "threshold", "passed", "detail"}
