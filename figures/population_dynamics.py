@@ -16,14 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from . import attention_maps
-from .style import COLORS, new_figure, save_figure
+from .style import COLORS, new_figure, save_figure, step_axis
 
 __all__ = ["plot", "plot_maps", "save"]
-
-
-def _x(steps) -> np.ndarray:
-    steps = np.asarray(steps, dtype=float)
-    return np.where(steps == 0, 0.5, steps)  # step 0 drawn at 1/2 on the log axis
 
 
 def plot_maps(result, count: int = 5):
@@ -46,7 +41,7 @@ def plot(result, axes=None):
         fig, axes = new_figure(1, 4, figsize=(15, 3.3))
     else:
         fig = axes[0].figure
-    x = _x(t.steps)
+    x = step_axis(t.steps)
     ax = axes[0]
     ax.plot(x, t.loss, color=COLORS["black"], label="population risk")
     ax.set_xscale("log")

@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from simulations.results import atomic_write_bytes  # noqa: E402
 
-__all__ = ["PALETTE", "COLORS", "apply", "save_figure", "new_figure", "ATTENTION_CMAP", "plt"]
+__all__ = ["PALETTE", "COLORS", "apply", "save_figure", "new_figure", "ATTENTION_CMAP", "plt",
+           "step_axis"]
 
 #: Okabe-Ito colours, in the order series are drawn.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -64,3 +65,12 @@ def save_figure(fig, folder: str | Path, name: str) -> list[Path]:
         paths.append(atomic_write_bytes(folder / f"{name}.{ext}", buf.getvalue()))
     plt.close(fig)
     return paths
+
+
+def step_axis(steps):
+    """Gradient steps as x values for a log axis: step 0 is drawn at 1/2 so the initial point
+    stays visible."""
+    import numpy as np
+
+    steps = np.asarray(steps, dtype=float)
+    return np.where(steps == 0, 0.5, steps)

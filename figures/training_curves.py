@@ -12,14 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .style import COLORS, new_figure, save_figure
+from .style import COLORS, new_figure, save_figure, step_axis
 
 __all__ = ["plot", "save"]
-
-
-def _x(steps: np.ndarray) -> np.ndarray:
-    steps = np.asarray(steps, dtype=float)
-    return np.where(steps == 0, 0.5, steps)
 
 
 def plot(result, axes=None):
@@ -30,7 +25,7 @@ def plot(result, axes=None):
         fig, axes = new_figure(1, 3, figsize=(11.5, 3.2))
     else:
         fig = axes[0].figure
-    x = _x(t.steps)
+    x = step_axis(t.steps)
     ax = axes[0]
     ax.plot(x, t.train_loss, color=COLORS["black"], label="train loss")
     ax.plot(x, np.maximum(t.train_error, 1e-5), color=COLORS["blue"], label="train error")

@@ -12,7 +12,6 @@ SPEC section 6, claim 5.
 """
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
