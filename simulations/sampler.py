@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.config import Config
 from theory.structure import Structure
 
 __all__ = ["Sample", "sample", "unit_vector", "streams", "STREAMS", "MAX_SAMPLE_BYTES",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from theory.config import Config
 
-from ..population.convergence import DEFAULT_NS, QUICK_NS, ConvergenceResult, run_convergence
+from ..population.convergence import DEFAULT_NS, QUICK_NS, run_convergence
 from ..population.dynamics import PopulationResult, run_population
 
 NAME = "population"

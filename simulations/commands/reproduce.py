@@ -10,7 +10,6 @@ import importlib
 import sys
 import time
 import traceback
-from pathlib import Path
 
 from ..results import read_json, write_json
 

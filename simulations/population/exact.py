@@ -499,7 +499,7 @@ def plan(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float, b:
     component in (alpha, a, b, c). Raises ValueError (stating the configurations and the
     estimated seconds) when the enumeration needed exceeds ``max_configurations``.
     """
-    M, N = L - 1, (L - 1) * C
+    N = (L - 1) * C
     if tol is None:
         n_conf = count_configurations(L, C)
         if n_conf > max_configurations:

@@ -19,7 +19,7 @@ from simulations.transfer.tasks import (IDENTITY_LOGIT, METHODS, TransferSetting
                                         measure_test_error, method_logits, relabel, run_cell,
                                         wrong_partition)
 from theory.config import preset
-from theory.structure import blocks, random_partition, within_set_mass
+from theory.structure import random_partition, within_set_mass
 
 # Tolerances of this module (candidates for tests/tolerances.py).
 #: |<w~*, w*>| after two Gram-Schmidt passes in float64.
