@@ -171,6 +171,22 @@ _BLOCK = 64
 
 
 @jit
+def _push(j, s, st, run, wp, nzp, Sp, pi, n_of, S_of):
+    """Put state ``s`` at level ``j`` of the odometer: its multiplicity so far (states are
+    non-decreasing, so equal neighbours are repeats), the multinomial weight
+    wp[j+1] = wp[j] pi_s / run (the (L-1)!/prod(mult!) factor built one division at a time),
+    and the running nonzero count and sum of s."""
+    st[j] = s
+    if j > 0 and st[j - 1] == s:
+        run[j] = run[j - 1] + 1
+    else:
+        run[j] = 1
+    wp[j + 1] = wp[j] * pi[s] / run[j]
+    nzp[j + 1] = nzp[j] + n_of[s]
+    Sp[j + 1] = Sp[j] + S_of[s]
+
+
+@jit
 def _task(t, out, tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie):
     """Sum over the multisets of M noise-set states (total nonzero <= kmax) that start with
     the prefix ``tasks[t]`` (at most M - 1 states); writes (risk, error, df/dalpha, df/dPd,
@@ -192,15 +208,7 @@ def _task(t, out, tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie):
     pending = 0
     wp[0] = w0
     for j in range(d0):
-        s = tasks[t, j]
-        st[j] = s
-        if j > 0 and st[j - 1] == s:
-            run[j] = run[j - 1] + 1
-        else:
-            run[j] = 1
-        wp[j + 1] = wp[j] * pi[s] / run[j]
-        nzp[j + 1] = nzp[j] + n_of[s]
-        Sp[j + 1] = Sp[j] + S_of[s]
+        _push(j, tasks[t, j], st, run, wp, nzp, Sp, pi, n_of, S_of)
     if M == 0:
         ti = C - Tmin
         f = sig[ti, 0]
@@ -282,13 +290,7 @@ def _task(t, out, tab, sig, n_of, S_of, pi, M, C, kmax, tasks, w0, tie):
         if pi[s] == 0.0:
             st[j] += 1  # a zero-probability state contributes nothing
             continue
-        if j > 0 and st[j - 1] == s:
-            run[j] = run[j - 1] + 1
-        else:
-            run[j] = 1
-        wp[j + 1] = wp[j] * pi[s] / run[j]
-        nzp[j + 1] = nzp[j] + n_of[s]
-        Sp[j + 1] = Sp[j] + S_of[s]
+        _push(j, s, st, run, wp, nzp, Sp, pi, n_of, S_of)
         j += 1
         st[j] = s
     for r in range(7):
