@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from theory.structure import Structure, within_set_mass
+from patchassoc.theory.structure import Structure, within_set_mass
 
 from .style import ATTENTION_CMAP, PALETTE, new_figure, save_figure
 

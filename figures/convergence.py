@@ -1,6 +1,6 @@
 """Sampled-data trajectories against the exact population trajectory, as N grows.
 
-Reads a saved :class:`simulations.population.convergence.ConvergenceResult`: the largest
+Reads a saved :class:`patchassoc.simulations.population.convergence.ConvergenceResult`: the largest
 distance in (alpha, a - c, b - c) over the recorded steps, per seed (points) and averaged over
 seeds (line), against N on log-log axes, with the fitted slope and an N^(-1/2) reference line.
 

@@ -6,7 +6,7 @@ enumerations, error bars Monte Carlo 95 % intervals. The error panel draws the e
 and the generalization threshold (2 x Bayes + 0.1 %); the GD solutions appear as stars at their
 effective lambda, the gap b - c between within-set and across-set logits of their (projected)
 logits, which is lambda for block-uniform attention. Reads a saved
-:class:`simulations.solutions.SolutionsResult`; never recomputes.
+:class:`patchassoc.simulations.solutions.SolutionsResult`; never recomputes.
 
 References
 ----------
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from theory import solutions as th
-from theory.invariant import project_invariant
+from patchassoc.theory import solutions as th
+from patchassoc.theory.invariant import project_invariant
 
 from .style import COLORS, new_figure, save_figure
 

@@ -18,7 +18,7 @@ __all__ = ["plot", "save"]
 
 
 def plot(result, axes=None):
-    """Three panels from a :class:`simulations.train.TrainResult`; returns the figure."""
+    """Three panels from a :class:`patchassoc.simulations.train.TrainResult`; returns the figure."""
     t = result.trajectory
     cfg = result.config
     if axes is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulations.results import read_json
+from patchassoc.simulations.results import read_json
 
 from .style import COLORS, new_figure, save_figure
 
@@ -94,7 +94,7 @@ def save(summary: dict, folder: str | Path) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    """``python -m figures.transfer FOLDER``: redraw from FOLDER/transfer.json."""
+    """``python -m patchassoc.figures.transfer FOLDER``: redraw from FOLDER/transfer.json."""
     argv = sys.argv[1:] if argv is None else argv
     folder = Path(argv[0] if argv else "patchassoc-out/transfer")
     for p in save(read_json(folder / "transfer.json"), folder):

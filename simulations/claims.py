@@ -16,21 +16,21 @@ Claims and thresholds:
    (b) its learned Q is close to G-invariant: with Q' = Q minus its row means (softmax ignores
        a per-row shift) and Pi the orthogonal projection onto the invariant space
        span(I, B - I, J - B), the invariant fraction ||Pi Q'||^2 / ||Q'||^2 >= 1 - eps = 0.9
-       (eps = 0.1, the association level of :mod:`theory.solutions`: at least 90 % of the
+       (eps = 0.1, the association level of :mod:`patchassoc.theory.solutions`: at least 90 % of the
        squared norm of the learned logits lies in the 3-dimensional invariant space out of
        D^2 dimensions; a structureless Q would put ~3 / D^2 there). The relative distance
        sqrt(1 - fraction) is reported too;
    (c) the distance of sampled trajectories to the population one decays like N^(-1/2): the
        fitted log-log slope of the convergence result (``patchassoc population
        --convergence``) within +-0.15 of -1/2.
-3. The solutions table (:mod:`simulations.solutions`, main configuration): at least two
+3. The solutions table (:mod:`patchassoc.simulations.solutions`, main configuration): at least two
    constructions generalize, at least one of them without patch association (SPEC criterion
    at eps = 0.1); the population GD end point has set association ('set': within-set mass and
    other-patch share >= 0.9) and both GD rows generalize and are nearest (mean row total
    variation) to block-uniform attention.
-4. Every lemma of SPEC section 4 proved by sympy (:mod:`theory.lemmas`).
-5. Transfer (:func:`simulations.commands.transfer.claim5` on the transfer summary).
-6. Positional-attention ViT close to a standard ViT (:func:`simulations.commands.vit.claim6`).
+4. Every lemma of SPEC section 4 proved by sympy (:mod:`patchassoc.theory.lemmas`).
+5. Transfer (:func:`patchassoc.simulations.commands.transfer.claim5` on the transfer summary).
+6. Positional-attention ViT close to a standard ViT (:func:`patchassoc.simulations.commands.vit.claim6`).
 
 References
 ----------
@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from theory import solutions as th
-from theory.structure import Structure
+from patchassoc.theory import solutions as th
+from patchassoc.theory.structure import Structure
 
 from .results import read_json
 
@@ -223,7 +223,7 @@ def claim3(solutions: dict, source: str = "solutions table") -> dict:
 
 
 # -- claim 4 -----------------------------------------------------------------------------------
-def claim4(lemmas: dict | None, source: str = "theory.lemmas") -> dict:
+def claim4(lemmas: dict | None, source: str = "patchassoc.theory.lemmas") -> dict:
     """Claim 4 from a lemmas summary (keys ``all_proved``, ``n_proved``, ``n_lemmas``,
     ``lemmas``)."""
     if not lemmas or "all_proved" not in lemmas:
@@ -274,7 +274,7 @@ def claim5(transfer: dict | None, source: str = "transfer") -> dict:
     """Claim 5: :func:`claim5` of the transfer command on its summary."""
     if not transfer:
         return not_run("5", "no transfer result (run `patchassoc transfer`)", source)
-    fn, mod = _helper(("simulations.commands.transfer", "simulations.transfer"), "claim5")
+    fn, mod = _helper(("patchassoc.simulations.commands.transfer", "patchassoc.simulations.transfer"), "claim5")
     if fn is None:
         return not_run("5", "the transfer module provides no claim5", source)
     return _wrap("5", fn(transfer), source)
@@ -284,7 +284,7 @@ def claim6(vit: dict | None, source: str = "vit") -> dict:
     """Claim 6: :func:`claim6` of the vit command on its summary."""
     if not vit:
         return not_run("6", "no ViT result (run `patchassoc vit`)", source)
-    fn, mod = _helper(("simulations.commands.vit", "simulations.vit"), "claim6")
+    fn, mod = _helper(("patchassoc.simulations.commands.vit", "patchassoc.simulations.vit"), "claim6")
     if fn is None:
         return not_run("6", "the vit module provides no claim6", source)
     return _wrap("6", fn(vit), source)
@@ -407,9 +407,9 @@ def collect_live(config, seed: int = 0, *, train: bool = True, progress: bool = 
     try:
         from .commands.lemmas import prove
     except ImportError:
-        claims.append(not_run("4", "theory.lemmas not available"))
+        claims.append(not_run("4", "patchassoc.theory.lemmas not available"))
     else:
-        claims.append(claim4(prove(), source="theory.lemmas now"))
+        claims.append(claim4(prove(), source="patchassoc.theory.lemmas now"))
     claims.append(not_run("5", "not computed by check (run `patchassoc transfer`, or "
                                "check --from a reproduction)"))
     claims.append(not_run("6", "not computed by check (run `patchassoc vit`, or check --from "

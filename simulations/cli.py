@@ -1,17 +1,17 @@
-"""The ``patchassoc`` command line (also ``python -m simulations``).
+"""The ``patchassoc`` command line (also ``python -m patchassoc``).
 
 Every subcommand shares the options ``--preset``, ``--set key=value`` (repeatable, any
-:class:`~theory.config.Config` field), ``--seed``, ``--out``, ``--json`` (exactly one JSON object
+:class:`~patchassoc.theory.config.Config` field), ``--seed``, ``--out``, ``--json`` (exactly one JSON object
 on stdout, nothing else there) and ``--quiet`` (no progress bar on stderr).
 
-A subcommand is a module of :mod:`simulations.commands` listed in :data:`COMMANDS`. It defines
+A subcommand is a module of :mod:`patchassoc.simulations.commands` listed in :data:`COMMANDS`. It defines
 
 - ``NAME`` and ``HELP`` (strings), optionally ``DEFAULT_PRESET``;
 - ``add_arguments(parser)``: its own options (may be absent);
 - ``run(ctx) -> dict``: the work, given a :class:`Context`; returns the JSON-ready summary.
   It may define ``render(summary) -> str`` for the human-readable text (default: key: value).
 
-Bad input (:class:`ValueError`, including :class:`~simulations.errors.UsageError`, and argument
+Bad input (:class:`ValueError`, including :class:`~patchassoc.simulations.errors.UsageError`, and argument
 errors) prints one line ``patchassoc: error: ...`` on stderr and exits with status 2. An
 interrupted command exits with status 130 after keeping what it finished.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from theory.config import PRESETS, Config, parse_override, preset
+from patchassoc.theory.config import PRESETS, Config, parse_override, preset
 
 from .errors import UsageError
 from .results import to_jsonable
@@ -34,17 +34,17 @@ __all__ = ["main", "Context", "COMMANDS", "build_parser"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
-    "simulations.commands.train",
-    "simulations.commands.locality",
-    "simulations.commands.reproduce",
-    "simulations.commands.population",
-    "simulations.commands.population_eval",
-    "simulations.commands.lemmas",
-    "simulations.commands.solutions",
-    "simulations.commands.check",
-    "simulations.commands.bench",
-    "simulations.commands.vit",
-    "simulations.commands.transfer",
+    "patchassoc.simulations.commands.train",
+    "patchassoc.simulations.commands.locality",
+    "patchassoc.simulations.commands.reproduce",
+    "patchassoc.simulations.commands.population",
+    "patchassoc.simulations.commands.population_eval",
+    "patchassoc.simulations.commands.lemmas",
+    "patchassoc.simulations.commands.solutions",
+    "patchassoc.simulations.commands.check",
+    "patchassoc.simulations.commands.bench",
+    "patchassoc.simulations.commands.vit",
+    "patchassoc.simulations.commands.transfer",
 )
 
 DEFAULT_OUT = Path("patchassoc-out")

@@ -2,19 +2,19 @@
 
 The public functions coerce their inputs (float64, C-contiguous, shapes, finite values),
 allocate the outputs and call private ``_kernel`` functions that see only arrays and scalars.
-They compute exactly what :func:`theory.model.loss_and_grad` defines (the plain-NumPy path the
+They compute exactly what :func:`patchassoc.theory.model.loss_and_grad` defines (the plain-NumPy path the
 tests compare against), in one pass over the samples:
 
     U_j = <v, X_j>,  z_i = sum_j A_ij U_j,  m = y sum_i act(z_i),
     G_i = y l'(m) act'(z_i) / N,  dA += G U^T,  grad_v += sum_j (A^T G)_j X_j.
 
-The sample loop is split into :data:`~simulations._jit.N_CHUNKS` fixed chunks, each with its own
+The sample loop is split into :data:`~patchassoc.simulations._jit.N_CHUNKS` fixed chunks, each with its own
 accumulator, merged in order afterwards: results are deterministic whatever the thread count, and
 the serial driver (small inputs) gives the same numbers as the threaded one (large inputs).
 
 References
 ----------
-SPEC section 2; :mod:`theory.model`.
+SPEC section 2; :mod:`patchassoc.theory.model`.
 """
 from __future__ import annotations
 
@@ -266,7 +266,7 @@ def grad_logits(A: np.ndarray, grad_A: np.ndarray) -> np.ndarray:
 def loss_and_grad(X, y, v, A, p: int, nu: float, *, data_checked: bool = False) -> dict:
     """Mean logistic loss, zero-one error, and gradients in v, A and Q (Numba).
 
-    Same contract as :func:`theory.model.loss_and_grad`. ``data_checked=True`` skips the
+    Same contract as :func:`patchassoc.theory.model.loss_and_grad`. ``data_checked=True`` skips the
     finiteness scan of (X, y), for data already validated by :func:`check_data`.
     """
     X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu, data_checked)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.structure import Structure
+from patchassoc.theory.structure import Structure
 
 __all__ = ["Sample", "sample", "unit_vector", "streams", "STREAMS", "MAX_SAMPLE_BYTES",
            "check_sample_size"]

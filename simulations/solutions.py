@@ -1,35 +1,35 @@
-"""Certified risk and error of the explicit solutions of :mod:`theory.solutions`, and of the
+"""Certified risk and error of the explicit solutions of :mod:`patchassoc.theory.solutions`, and of the
 solutions gradient descent finds, next to the exact Bayes error.
 
 Every number is labelled with how it was obtained:
 
 - ``exact-multiset``: the G-invariant settings (block-uniform, identity, uniform, the population
   GD end point, and any construction whose logits happen to be invariant, e.g. lambda = 0),
-  by the multiset enumeration of :mod:`simulations.population.exact`: complete (exact up to
+  by the multiset enumeration of :mod:`patchassoc.simulations.population.exact`: complete (exact up to
   rounding) when affordable, otherwise truncated with a certified bound (the table then shows
   the interval [value, value + bound]);
 - ``brute-force``: the non-invariant settings (wrong partition, shifted blocks, the sampled GD
   solution), by enumerating all 2 L 3^((L-1) C) (y, l*, noise) patterns
-  (:func:`simulations.population.bruteforce.bruteforce_risk`; at the reference D = 16 this is
+  (:func:`patchassoc.simulations.population.bruteforce.bruteforce_risk`; at the reference D = 16 this is
   4.25 million patterns, a few seconds);
 - ``monte-carlo``: a non-invariant setting too large for brute force: n i.i.d. draws of the
   noiseless projection s, with a 95 % interval (normal for the risk, Wilson for the error). Its
   verdict ``generalizes`` is ``undetermined`` when the interval straddles the threshold.
 
 The model is the idealized one (SPEC 4-5): <v, X_j> = alpha s_j. Conventions (scaling by lambda,
-fixed alpha, association level, generalization threshold) are those of :mod:`theory.solutions`.
+fixed alpha, association level, generalization threshold) are those of :mod:`patchassoc.theory.solutions`.
 The fixed alpha of the constructions defaults to the value scale that population gradient
 descent reaches (its alpha after ``gd_steps`` steps), so that the constructions differ from
 the learned solution only in their attention; identity and uniform attention have an error
-independent of alpha (theory.solutions, fact 2), and block-uniform's hard limit is
-Bayes-optimal for every alpha above :func:`theory.solutions.block_bayes_alpha`.
+independent of alpha (patchassoc.theory.solutions, fact 2), and block-uniform's hard limit is
+Bayes-optimal for every alpha above :func:`patchassoc.theory.solutions.block_bayes_alpha`.
 
 The gradient-descent rows:
 
 - ``gd-population``: the end point (alpha, a, b, c) of the exact population dynamics
-  (:func:`simulations.population.dynamics.run_population`) from the reference initialization
+  (:func:`patchassoc.simulations.population.dynamics.run_population`) from the reference initialization
   after ``gd_steps`` steps;
-- ``gd-sampled``: the solution of sampled-data GD (:func:`simulations.train.train`, full v and
+- ``gd-sampled``: the solution of sampled-data GD (:func:`patchassoc.simulations.train.train`, full v and
   full D x D Q, the config's steps and N), evaluated exactly on its full non-invariant Q with
   alpha = <v, w*>. Idealized: the component v_perp of v orthogonal to w* (which only meets the
   projection noise) is ignored; the run's own test error (with projection noise) is reported
@@ -53,11 +53,11 @@ from typing import Sequence
 
 import numpy as np
 
-from theory import solutions as th
-from theory.config import Config
-from theory.invariant import attention_values, invariant_attention, invariant_logits
-from theory.model import softmax_rows
-from theory.structure import Structure
+from patchassoc.theory import solutions as th
+from patchassoc.theory.config import Config
+from patchassoc.theory.invariant import attention_values, invariant_attention, invariant_logits
+from patchassoc.theory.model import softmax_rows
+from patchassoc.theory.structure import Structure
 
 from .population.bruteforce import bruteforce_risk
 from .population.dynamics import PopulationResult, run_population
@@ -288,7 +288,7 @@ class SolutionsResult:
     lambdas : the lambda grid; ``curves[name][field]`` are arrays over it, with the methods in
         ``curve_methods[name]``.
     rows : the table (constructions at the largest lambda, then the GD rows).
-    bayes_error : exact Bayes error (closed form of :func:`simulations.population.exact.bayes_error`);
+    bayes_error : exact Bayes error (closed form of :func:`patchassoc.simulations.population.exact.bayes_error`);
         ``bayes_error_bruteforce`` the oracle's independent value (None if brute force never ran).
     attention : name -> the attention matrix of each row (figures, nearest construction).
     gd_population : summary of the population GD run; ``gd_sampled`` that of the sampled run
@@ -463,8 +463,8 @@ def solutions_table(config: Config, seed: int = 0, *, label: str = "ref",
     lambdas : the lambda grid (sorted, >= 0); the table reports its largest value.
     alpha : the fixed alpha of the constructions (default: population GD's alpha).
     gd_steps : steps of the population GD row.
-    train_result : a :class:`simulations.train.TrainResult` to use for the sampled GD row
-        (trained with ``simulations.train.train(config, seed)`` when None and ``sampled``).
+    train_result : a :class:`patchassoc.simulations.train.TrainResult` to use for the sampled GD row
+        (trained with ``patchassoc.simulations.train.train(config, seed)`` when None and ``sampled``).
     sampled : include the sampled GD row.
     mc_samples : Monte Carlo draws for settings beyond brute force.
     eps : association level.

@@ -4,7 +4,7 @@
 
 :func:`gradient_descent` is the engine: it takes a training sample, an optional test sample and
 initial parameters, and records metrics at the requested steps. :func:`train` is the runner for a
-:class:`~theory.config.Config`: it draws the structure, the feature, the data and the
+:class:`~patchassoc.theory.config.Config`: it draws the structure, the feature, the data and the
 initialization from the seed's streams and calls the engine. Both stop cleanly, keeping what
 they recorded, when the loss or the parameters become non-finite or the user interrupts.
 
@@ -22,10 +22,10 @@ from typing import Sequence
 
 import numpy as np
 
-from theory.config import Config
-from theory.model import gram_grad
-from theory.recovery import recovery_report
-from theory.structure import Structure, build_structure, within_set_mass
+from patchassoc.theory.config import Config
+from patchassoc.theory.model import gram_grad
+from patchassoc.theory.recovery import recovery_report
+from patchassoc.theory.structure import Structure, build_structure, within_set_mass
 
 from . import kernels
 from .progress import progress_bar

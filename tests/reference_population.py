@@ -2,7 +2,7 @@
 and the tolerances of the population tests.
 
 :func:`naive_population` enumerates every (y, l*, noise pattern) with itertools and evaluates
-the model of :mod:`theory.model` on all of them at once; it is what the Numba brute-force oracle
+the model of :mod:`patchassoc.theory.model` on all of them at once; it is what the Numba brute-force oracle
 is checked against, which in turn checks the symmetry-reduced engine.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from theory import model
+from patchassoc.theory import model
 
 # -- tolerances of the population tests (named by the quantity they bound) -------------------
 #: Exact engine vs brute-force oracle, risk and error (issue 3 acceptance: <= 1e-12 relative),

@@ -53,7 +53,7 @@ class Config:
     noise : {"isotropic", "orthogonal"}
         xi ~ N(0, sigma^2 I) or N(0, sigma^2 (I - w* w*^T)).
     structure : {"random", "blocks", "windows"}
-        How the partition S is built (see :mod:`theory.structure`).
+        How the partition S is built (see :mod:`patchassoc.theory.structure`).
     p : int
         Odd degree >= 3 of the activation act(t) = t^p + nu t.
     nu : float

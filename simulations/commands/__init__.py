@@ -1,1 +1,1 @@
-"""Subcommands of the ``patchassoc`` CLI, one module each (see :mod:`simulations.cli`)."""
+"""Subcommands of the ``patchassoc`` CLI, one module each (see :mod:`patchassoc.simulations.cli`)."""

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from theory.config import preset
-from theory.invariant import invariant_logits
-from theory.structure import build_structure, random_partition
+from patchassoc.theory.config import preset
+from patchassoc.theory.invariant import invariant_logits
+from patchassoc.theory.structure import build_structure, random_partition
 
 from .. import kernels
 from ..population.bruteforce import bruteforce_risk

@@ -9,7 +9,7 @@ results, recomputing nothing.
 
 Exit status 1 when a claim fails. A claim that is ``not run`` is never counted as passed
 (``all_passed`` is false) but fails the command only with ``--strict``, or with ``--from``
-(a reproduction folder should hold every result). Thresholds: :mod:`simulations.claims`.
+(a reproduction folder should hold every result). Thresholds: :mod:`patchassoc.simulations.claims`.
 
 References
 ----------

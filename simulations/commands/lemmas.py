@@ -1,6 +1,6 @@
 """``patchassoc lemmas``: prove the lemmas of SPEC section 4 with sympy and print the table.
 
-Each lemma (L1-L10, see :mod:`theory.lemmas`) is a symbolic proof; the command reports, for each,
+Each lemma (L1-L10, see :mod:`patchassoc.theory.lemmas`) is a symbolic proof; the command reports, for each,
 whether it was proved, how, and how long it took, and writes ``lemmas.json`` to the output folder.
 It exits with status 1 if any lemma is not proved. ``--lemma L4`` (repeatable) proves a subset.
 The configuration options are accepted but unused: the proofs are symbolic.
@@ -27,7 +27,7 @@ def add_arguments(parser) -> None:
 
 def prove(selection=None, log=None) -> dict:
     """Prove the selected lemmas (all by default); the JSON-ready summary of the run."""
-    from theory.lemmas import prove_all
+    from patchassoc.theory.lemmas import prove_all
 
     def report(record) -> None:
         if log is not None:

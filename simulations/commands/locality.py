@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from theory.config import Config
+from patchassoc.theory.config import Config
 
 from ..train import train
 
@@ -24,7 +24,7 @@ def add_arguments(parser) -> None:
 
 
 def run_locality(config: Config, seed: int, out: Path, progress: bool, queries=None) -> dict:
-    from figures import attention_maps, locality
+    from patchassoc.figures import attention_maps, locality
 
     cfg = config.replace(structure="windows")
     if queries is not None:

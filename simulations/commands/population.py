@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from theory.config import Config
+from patchassoc.theory.config import Config
 
 from ..population.convergence import DEFAULT_NS, QUICK_NS, run_convergence
 from ..population.dynamics import PopulationResult, run_population
@@ -50,7 +50,7 @@ def _steps(ctx) -> int:
 
 
 def write_figures(result: PopulationResult, folder: Path) -> list[str]:
-    from figures import population_dynamics
+    from patchassoc.figures import population_dynamics
     return [str(p) for p in population_dynamics.save(result, folder)]
 
 
@@ -77,7 +77,7 @@ def run_convergence_step(config: Config, seed: int, out: Path, progress: bool, q
     summary = res.summary()
     summary["out"] = str(out)
     if figures:
-        from figures import convergence
+        from patchassoc.figures import convergence
         summary["figures"] = [str(p) for p in convergence.save(res, out)]
     else:
         summary["figures"] = []

@@ -19,16 +19,16 @@ HELP = "run the whole reproduction (training, population dynamics, ...) into one
 #: (step name, module with ``reproduce_step``, what it does). Order matters: later steps may read
 #: earlier ones' results from the same folder.
 STEPS: tuple[tuple[str, str, str], ...] = (
-    ("train", "simulations.commands.train", "sampled-data GD, free logits Q"),
-    ("train_gram", "simulations.commands.train", "sampled-data GD, positional encodings Q = P P^T"),
-    ("locality", "simulations.commands.locality", "square-window sets: spatial locality"),
-    ("population", "simulations.commands.population",
+    ("train", "patchassoc.simulations.commands.train", "sampled-data GD, free logits Q"),
+    ("train_gram", "patchassoc.simulations.commands.train", "sampled-data GD, positional encodings Q = P P^T"),
+    ("locality", "patchassoc.simulations.commands.locality", "square-window sets: spatial locality"),
+    ("population", "patchassoc.simulations.commands.population",
      "exact population dynamics, and sampled-vs-population distance against N"),
-    ("lemmas", "simulations.commands.lemmas", "sympy proofs of the lemmas of SPEC section 4"),
-    ("solutions", "simulations.commands.solutions", "certified catalogue of generalizing solutions"),
-    ("transfer", "simulations.commands.transfer", "downstream sample complexity against baselines"),
-    ("vit", "simulations.commands.vit", "positional-attention ViT vs standard ViT on digits"),
-    ("check", "simulations.commands.check", "the claims of SPEC section 6, from the steps above"),
+    ("lemmas", "patchassoc.simulations.commands.lemmas", "sympy proofs of the lemmas of SPEC section 4"),
+    ("solutions", "patchassoc.simulations.commands.solutions", "certified catalogue of generalizing solutions"),
+    ("transfer", "patchassoc.simulations.commands.transfer", "downstream sample complexity against baselines"),
+    ("vit", "patchassoc.simulations.commands.vit", "positional-attention ViT vs standard ViT on digits"),
+    ("check", "patchassoc.simulations.commands.check", "the claims of SPEC section 6, from the steps above"),
 )
 
 

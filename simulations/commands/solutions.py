@@ -3,24 +3,24 @@ error, which generalize, which have patch association, and what gradient descent
 
 Two configurations: ``main`` (the resolved config, the reference one by default) and the
 documented alternative ``alt`` (the same with q = ``--alt-q``, default
-:data:`simulations.solutions.ALT_Q`), where identity and uniform attention generalize within
+:data:`patchassoc.simulations.solutions.ALT_Q`), where identity and uniform attention generalize within
 the slack of the criterion. The sampled-data GD row is computed for ``main`` only (it trains the
-model with :func:`simulations.train.train`, or loads ``--train-from DIR``).
+model with :func:`patchassoc.simulations.train.train`, or loads ``--train-from DIR``).
 
 Writes ``<out>/main`` and ``<out>/alt`` (result folders, each with the population GD run in
 ``population_gd/``) and the figures ``solutions_lambda_main`` / ``solutions_lambda_alt``.
 
 References
 ----------
-SPEC section 6, claim 3; conventions in :mod:`theory.solutions`.
+SPEC section 6, claim 3; conventions in :mod:`patchassoc.theory.solutions`.
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from theory import solutions as th
-from theory.config import Config
+from patchassoc.theory import solutions as th
+from patchassoc.theory.config import Config
 
 from ..solutions import (ALT_Q, DEFAULT_LAMBDAS, GD_STEPS, MC_SAMPLES, QUICK_GD_STEPS,
                          QUICK_LAMBDAS, alt_config, solutions_table)
@@ -109,7 +109,7 @@ def compute(config: Config, seed: int, out: Path, *, lambdas=None, alpha=None, g
         s["out"] = str(out / key)
         summary["configs"][key] = s
         if figures:
-            from figures import solutions as fig
+            from patchassoc.figures import solutions as fig
             summary["figures"] += [str(p) for p in fig.save(res, out, f"solutions_lambda_{key}")]
     return summary
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from theory.config import Config
+from patchassoc.theory.config import Config
 
 from ..train import TrainResult, train
 
@@ -18,7 +18,7 @@ def add_arguments(parser) -> None:
 
 def write_figures(result: TrainResult, folder: Path) -> list[str]:
     """The attention-map evolution and the training curves, PNG + PDF."""
-    from figures import attention_maps, training_curves
+    from patchassoc.figures import attention_maps, training_curves
 
     t = result.trajectory
     paths = attention_maps.save(t.A, t.steps, result.structure, folder, mass=t.mass_mean,

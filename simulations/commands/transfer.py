@@ -1,7 +1,7 @@
 """``patchassoc transfer``: downstream sample-complexity curves of the pretrained positional
 attention against baselines (SPEC section 6, claim 5).
 
-Protocol. Pretrain once per sweep: :func:`simulations.train.train` on the upstream config (the
+Protocol. Pretrain once per sweep: :func:`patchassoc.simulations.train.train` on the upstream config (the
 ``ref`` preset by default) and the sweep seed; the result is saved under ``<out>/pretrained`` and
 reused by later runs with the same config and seed. Downstream task: the same structure S, a new
 feature w~* orthogonal to w*, feature noise q~ and patch noise sigma~ (:data:`REFERENCE`). For
@@ -58,7 +58,7 @@ written atomically; an interrupted sweep resumes without recomputing finished ce
 
 References
 ----------
-SPEC section 6, claim 5; :mod:`simulations.transfer`.
+SPEC section 6, claim 5; :mod:`patchassoc.simulations.transfer`.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ from pathlib import Path
 
 import numpy as np
 
-from theory.config import Config
+from patchassoc.theory.config import Config
 
 from ..results import write_json
 from ..train import TrainResult, train
@@ -240,7 +240,7 @@ def run_study(config: Config, seed: int, out: Path, *, quick: bool = False, jobs
         "out": str(out),
     })
     summary["claim5"] = claim5(summary)
-    from figures import transfer as figure
+    from patchassoc.figures import transfer as figure
     summary["figures"] = [str(p) for p in figure.save(summary, out)]
     summary["timing"]["wall_seconds"] = time.perf_counter() - t0
     write_json(out / "transfer.json", summary)

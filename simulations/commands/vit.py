@@ -146,7 +146,7 @@ def run_comparison(out: Path, data: str = "digits", data_dir=None, seeds: int = 
     finally:
         torch.set_num_threads(previous)
     result.save(out)
-    from figures import vit_attention  # plotting only; reads the result just computed
+    from patchassoc.figures import vit_attention  # plotting only; reads the result just computed
 
     figures = [str(p) for p in vit_attention.save(result, out)]
     summary = result.summary()

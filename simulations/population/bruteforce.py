@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.structure import Structure
+from patchassoc.theory.structure import Structure
 
 from .._jit import jit
 from ..kernels import grad_logits, softmax_rows
@@ -202,7 +202,7 @@ def bruteforce_risk(Q: np.ndarray, structure: Structure, q: float, p: int, nu: f
     SPEC section 5.
     """
     if not isinstance(structure, Structure):
-        raise ValueError("structure must be a theory.structure.Structure")
+        raise ValueError("structure must be a patchassoc.theory.structure.Structure")
     L, C = structure.L, structure.C
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
     D = L * C

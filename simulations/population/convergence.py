@@ -4,7 +4,7 @@ Setting: no projection noise (sigma = 0, so X_j = s_j w*), where the sampled emp
 converges to the exact population risk of :mod:`.exact`. For each seed, the population dynamics
 start from that seed's (alpha0, Q0) (see :func:`.dynamics.initial_point`); each sampled run starts
 from the same point (v0 = alpha0 w*, Q0 = kappa I, or P0 = sqrt(kappa) I) and runs full-batch
-gradient descent (:func:`simulations.train.gradient_descent`: full v, full D x D Q, no symmetry
+gradient descent (:func:`patchassoc.simulations.train.gradient_descent`: full v, full D x D Q, no symmetry
 assumed) on N fresh samples, with the same step sizes and recorded steps.
 
 Distance. At each recorded step the sampled attention is reduced to the invariant coordinates
@@ -30,8 +30,8 @@ from typing import Sequence
 
 import numpy as np
 
-from theory.config import Config
-from theory.invariant import project_invariant
+from patchassoc.theory.config import Config
+from patchassoc.theory.invariant import project_invariant
 
 from ..progress import progress_bar
 from ..results import load_folder, save_folder

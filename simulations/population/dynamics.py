@@ -2,15 +2,15 @@
 
 With no projection noise and invariant attention, gradient descent on the exact population
 risk stays in the invariant space (SPEC section 4), and uses the conventions of the sampled
-engine (:mod:`simulations.train`):
+engine (:mod:`patchassoc.simulations.train`):
 
     alpha <- alpha - eta_v dR/dalpha      (the step on v along w*),
     a <- a - eta_Q (dR/da)/D,  b <- b - eta_Q (dR/db)/(D(C-1)),  c <- c - eta_Q (dR/dc)/(D(D-C))
 
 (per-entry gradients of Q). With the Gram parameterization the coordinates are (x, y, w) of
-the invariant symmetric P, Q = P P^T (see :mod:`theory.invariant`), moved per entry with the
+the invariant symmetric P, Q = P P^T (see :mod:`patchassoc.theory.invariant`), moved per entry with the
 same scales. The start matches a sampled run of the same seed: alpha0 = <v0, w*> with v0 and w*
-drawn exactly as :func:`simulations.train.train` draws them, Q0 = kappa I (P0 = sqrt(kappa) I).
+drawn exactly as :func:`patchassoc.simulations.train.train` draws them, Q0 = kappa I (P0 = sqrt(kappa) I).
 
 Recorded at log-spaced steps: population loss and error, alpha, the logits and attention
 values, within-set mass (mean = min: all rows are alike), the gaps a - c and b - c, the
@@ -30,10 +30,10 @@ from typing import Sequence
 
 import numpy as np
 
-from theory.config import Config
-from theory.invariant import attention_values, entry_counts, gram_to_logits, invariant_attention
-from theory.invariant import row_sum
-from theory.structure import Structure, build_structure
+from patchassoc.theory.config import Config
+from patchassoc.theory.invariant import attention_values, entry_counts, gram_to_logits, invariant_attention
+from patchassoc.theory.invariant import row_sum
+from patchassoc.theory.structure import Structure, build_structure
 
 from ..progress import progress_bar
 from ..results import load_folder, save_folder
@@ -186,7 +186,7 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
 
 
 def initial_point(config: Config, seed: int) -> tuple[float, np.ndarray, Structure]:
-    """(alpha0, coords0, structure) of a run: the same draws as :func:`simulations.train.train`.
+    """(alpha0, coords0, structure) of a run: the same draws as :func:`patchassoc.simulations.train.train`.
 
     alpha0 = <v0, w*> with w* from the seed's ``feature`` stream and v0 from its ``init``
     stream; coords0 = (kappa, 0, 0) (Q0 = kappa I) or (sqrt(kappa), 0, 0) (P0 = sqrt(kappa) I).

@@ -18,7 +18,7 @@ The derivatives of f with respect to (alpha, Pd, Qs, R) are sums of per-state ta
     df/dalpha = sum_i act'(z_i) u_i,          df/dPd = alpha sum_i act'(z_i) s_i,
     df/dQs = alpha sum_i act'(z_i) (S_l(i) - s_i),   df/dR = alpha sum_i act'(z_i) (T - S_l(i)),
 
-and the chain rule of :mod:`theory.invariant` gives (a, b, c) and the Gram coordinates.
+and the chain rule of :mod:`patchassoc.theory.invariant` gives (a, b, c) and the Gram coordinates.
 
 Enumeration. States are sorted by their number n = n+ + n- of nonzero entries; an odometer
 visits the non-decreasing sequences of L-1 state indices (no recursion). Truncating at a total
@@ -62,8 +62,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from theory.invariant import attention_values, chain_to_gram, chain_to_logits, gram_jacobian
-from theory.invariant import gram_to_logits
+from patchassoc.theory.invariant import attention_values, chain_to_gram, chain_to_logits, gram_jacobian
+from patchassoc.theory.invariant import gram_to_logits
 
 from .._jit import N_CHUNKS, jit, pjit, prange
 from .._scalar import logistic as _logistic
@@ -707,7 +707,7 @@ def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: 
     """:func:`evaluate` for Q = P P^T with invariant symmetric P = x I + y (B - I) + w (J - B).
 
     ``grad`` holds derivatives in (alpha, x, y, w) (chain rule through
-    :func:`theory.invariant.gram_to_logits`); the bounds are propagated with |J|^T.
+    :func:`patchassoc.theory.invariant.gram_to_logits`); the bounds are propagated with |J|^T.
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
     alpha, x, y, w = _check_point(alpha=alpha, x=x, y=y, w=w)

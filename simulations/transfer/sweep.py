@@ -1,13 +1,13 @@
 """Sweeps of the transfer study: cells, per-cell storage, backends and resumption.
 
 A sweep is a grid of cells (method, N, seed). Each cell is an independent task
-(:func:`simulations.transfer.tasks.run_cell`) whose numbers depend only on the sweep's
-:class:`~simulations.transfer.tasks.TransferTask` and on (method, N, seed): its data come from
+(:func:`patchassoc.simulations.transfer.tasks.run_cell`) whose numbers depend only on the sweep's
+:class:`~patchassoc.simulations.transfer.tasks.TransferTask` and on (method, N, seed): its data come from
 generators derived from (master seed, seed, N), not from the process that runs it or the order.
 
 Storage: a finished cell is written, by the coordinating process, to
 ``<folder>/<method>-N<N>-s<seed>.json`` with an atomic write (temporary file + rename, via
-:mod:`simulations.results`), together with the task's fingerprint. Resuming a sweep loads every
+:mod:`patchassoc.simulations.results`), together with the task's fingerprint. Resuming a sweep loads every
 cell whose file exists and carries the current fingerprint and computes only the others, so an
 interrupted sweep (Ctrl-C, a killed job, a failing hook) never recomputes a finished cell and
 never reuses a cell of a different sweep.

@@ -7,7 +7,7 @@ shares the structure S but has a new feature w~* orthogonal to w*:
 
 with its own feature-noise probability q~ and patch-noise level sigma~. Every method trains
 v from a fresh small start v0 ~ N(0, omega^2 I_d) on the same N downstream samples, by full-batch
-gradient descent (:func:`simulations.train.gradient_descent`, the one engine) for a fixed budget
+gradient descent (:func:`patchassoc.simulations.train.gradient_descent`, the one engine) for a fixed budget
 of steps or until the training loss is <= tol. The methods differ only in the attention:
 
 ``pretrained``  the logits Q learned upstream, frozen;
@@ -52,9 +52,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from theory.config import Config
-from theory.model import act, zero_one
-from theory.structure import Structure, within_set_mass
+from patchassoc.theory.config import Config
+from patchassoc.theory.model import act, zero_one
+from patchassoc.theory.structure import Structure, within_set_mass
 
 from .. import kernels
 from ..sampler import check_sample_size, sample

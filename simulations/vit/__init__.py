@@ -34,7 +34,7 @@ def __getattr__(name: str):
             module = importlib.import_module(f".{_LAZY[name]}", __name__)
         except ImportError as exc:
             if getattr(exc, "name", None) == "torch":
-                raise ImportError("simulations.vit needs PyTorch for its models: "
+                raise ImportError("patchassoc.simulations.vit needs PyTorch for its models: "
                                   "pip install -e '.[vit]'") from exc
             raise
         return getattr(module, name)

@@ -4,7 +4,7 @@ CIFAR-10, CIFAR-100 and SVHN.
 Every loader returns an :class:`ImageData`: uint8 images of shape (N, H, W, channels) with their
 integer labels, split into train and test. Nothing here downloads anything: the digits ship inside
 scikit-learn; CIFAR and SVHN are read from a folder the user already has, and a missing folder or
-file is a :class:`~simulations.errors.UsageError` naming what was expected.
+file is a :class:`~patchassoc.simulations.errors.UsageError` naming what was expected.
 
 Formats read (the standard distributions of each benchmark):
 

@@ -1,6 +1,6 @@
 """Training and evaluation of the standard and positional-attention ViTs over seeds.
 
-One run trains a model of :mod:`simulations.vit.models` on the training images with AdamW
+One run trains a model of :mod:`patchassoc.simulations.vit.models` on the training images with AdamW
 (linear warm-up then cosine decay of the learning rate, per step), cross-entropy with optional
 label smoothing, mini-batches in a seeded random order, and optional light augmentation (random
 crop after zero padding, horizontal flip); then it measures the test accuracy and records the
@@ -48,7 +48,7 @@ class Recipe:
     patch : int
         Patch side p (the image side must be a multiple).
     dim, depth, heads, mlp_ratio : int
-        Architecture (see :class:`~simulations.vit.models.ViTConfig`).
+        Architecture (see :class:`~patchassoc.simulations.vit.models.ViTConfig`).
     epochs : int
         Passes over the training set.
     batch_size : int

@@ -1,5 +1,5 @@
 """Property suite, population engines: the lemmas of SPEC section 4 checked numerically on the
-exact population engine (:mod:`simulations.population`) over random structures, sizes and
+exact population engine (:mod:`patchassoc.simulations.population`) over random structures, sizes and
 parameters (hypothesis, >= 200 examples each; tiny sizes so the module runs in seconds).
 
 - exact engine vs brute force: the symmetry-reduced risk, error and gradient equal the oracle's
@@ -23,14 +23,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulations import kernels
-from simulations.population import bruteforce_risk, evaluate, population_descent
-from simulations.population.exact import TIE_RTOL
-from simulations.sampler import sample, unit_vector
-from theory import model
-from theory.invariant import (entry_counts, invariant_attention, invariant_logits,
+from patchassoc.simulations import kernels
+from patchassoc.simulations.population import bruteforce_risk, evaluate, population_descent
+from patchassoc.simulations.population.exact import TIE_RTOL
+from patchassoc.simulations.sampler import sample, unit_vector
+from patchassoc.theory import model
+from patchassoc.theory.invariant import (entry_counts, invariant_attention, invariant_logits,
                               project_invariant)
-from theory.structure import random_partition
+from patchassoc.theory.structure import random_partition
 
 from tests.reference_population import ENGINE_VS_BRUTEFORCE_REL, POP_GRAD_VS_ORACLE_REL
 from tests.tolerances import MC_DELTA, STEP_VS_FULL_REL, UNIFORM_GRAD_REL

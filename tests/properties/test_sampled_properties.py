@@ -18,17 +18,18 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulations import kernels
-from simulations.sampler import sample, unit_vector
-from theory import model
-from theory.structure import random_partition
+from patchassoc.simulations import kernels
+from patchassoc.simulations.sampler import sample, unit_vector
+from patchassoc.theory import model
+from patchassoc.theory.structure import random_partition
 
+from tests.profiles import examples
 from tests.tolerances import (EQUIVARIANCE_REL, FD_STEP, GRAD_FD_REL, GRAD_Q_ROW_SUM_REL,
                               KERNEL_VS_NUMPY_REL, ODD_SYMMETRY_REL, PARALLEL_REL,
                               ROW_SUM_DRIFT_REL, SOFTMAX_JACOBIAN_REL)
 
 #: Examples per property (the issue asks for at least 200, whatever the loaded profile).
-EXAMPLES = 200
+EXAMPLES = examples(200)
 
 SEEDS = st.integers(0, 2**32 - 1)
 SIZES = st.integers(1, 3)

@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from simulations import claims as cl
-from simulations.cli import main
-from simulations.results import write_json
-from theory.invariant import invariant_logits
-from theory.solutions import pattern
-from theory.structure import random_partition
+from patchassoc.simulations import claims as cl
+from patchassoc.simulations.cli import main
+from patchassoc.simulations.results import write_json
+from patchassoc.theory.invariant import invariant_logits
+from patchassoc.theory.solutions import pattern
+from patchassoc.theory.structure import random_partition
 
 # Tolerances of this module.
 #: Invariant fraction of an exactly invariant matrix (rounding of D^2-term sums).
@@ -116,7 +116,7 @@ def test_claim4_and_missing_helpers():
 
 
 def test_claim6_uses_the_vit_module_and_fails_on_a_large_gap():
-    pytest.importorskip("simulations.commands.vit")
+    pytest.importorskip("patchassoc.simulations.commands.vit")
     gap = {"mean": -0.08, "ci_low": -0.1, "ci_high": -0.06, "n": 3}
     summary = {"data": "digits", "gap_positional": gap,
                "positional": {"accuracy": {"mean": 0.88}},
@@ -167,8 +167,8 @@ def test_check_from_a_reproduction_folder(tmp_path, capsys):
 
 
 def test_check_reproduce_step_reads_siblings(tmp_path):
-    from simulations.commands.check import reproduce_step
-    from theory.config import preset
+    from patchassoc.simulations.commands.check import reproduce_step
+    from patchassoc.theory.config import preset
     root = tmp_path / "repro"
     _step(root / "population", _pop())
     s = reproduce_step(root / "check", preset("ref"), 0, True, False)

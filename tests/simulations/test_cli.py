@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from simulations.cli import main
+from patchassoc.simulations.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "simulations", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "patchassoc", *args], capture_output=True,
                           text=True, cwd=tmp_path, env=env, timeout=600)
 
 

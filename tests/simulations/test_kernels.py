@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simulations import kernels
-from simulations.sampler import sample, streams, unit_vector
-from theory import model
-from theory.structure import random_partition
+from patchassoc.simulations import kernels
+from patchassoc.simulations.sampler import sample, streams, unit_vector
+from patchassoc.theory import model
+from patchassoc.theory.structure import random_partition
 
 from tests.tolerances import FD_STEP, GRAD_FD_REL, KERNEL_VS_NUMPY_REL, SOFTMAX_ROW_SUM_ABS
 

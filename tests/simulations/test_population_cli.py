@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from simulations.cli import main
-from simulations.population import evaluate
-from simulations.population.convergence import ConvergenceResult, run_convergence
-from simulations.population.dynamics import PopulationResult
-from theory.config import preset
+from patchassoc.simulations.cli import main
+from patchassoc.simulations.population import evaluate
+from patchassoc.simulations.population.convergence import ConvergenceResult, run_convergence
+from patchassoc.simulations.population.dynamics import PopulationResult
+from patchassoc.theory.config import preset
 
 
 def _json(capsys, argv):
@@ -86,6 +86,6 @@ def test_convergence_runner_small(tmp_path):
     res.save(tmp_path / "conv")
     back = ConvergenceResult.load(tmp_path / "conv")
     assert np.array_equal(back.distance, res.distance) and back.slope == res.slope
-    from figures import convergence
+    from patchassoc.figures import convergence
     paths = convergence.save(back, tmp_path / "conv")
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)

@@ -3,14 +3,14 @@ uniform fixed point, the shared initial point, and saving/loading."""
 import numpy as np
 import pytest
 
-from simulations.population import (PopulationResult, bruteforce_risk, initial_point,
+from patchassoc.simulations.population import (PopulationResult, bruteforce_risk, initial_point,
                                     population_descent, run_population)
-from simulations.sampler import streams, unit_vector
-from simulations.train import initial_parameters
-from theory.config import preset
-from theory.invariant import (gram_to_logits, invariant_logits, project_invariant, row_sum)
-from theory.model import gram_grad
-from theory.structure import random_partition
+from patchassoc.simulations.sampler import streams, unit_vector
+from patchassoc.simulations.train import initial_parameters
+from patchassoc.theory.config import preset
+from patchassoc.theory.invariant import (gram_to_logits, invariant_logits, project_invariant, row_sum)
+from patchassoc.theory.model import gram_grad
+from patchassoc.theory.structure import random_partition
 
 from tests.reference_population import POP_ROW_SUM_REL, STEP_VS_FULL_ABS, UNIFORM_ABS
 

@@ -7,13 +7,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from simulations.population import bruteforce_risk, count_configurations, evaluate
-from simulations.population.exact import (TIE_RTOL, bayes_error, evaluate_gram, plan,
+from patchassoc.simulations.population import bruteforce_risk, count_configurations, evaluate
+from patchassoc.simulations.population.exact import (TIE_RTOL, bayes_error, evaluate_gram, plan,
                                           tail_moments)
-from theory.invariant import (attention_values, gram_to_logits, invariant_logits,
+from patchassoc.theory.invariant import (attention_values, gram_to_logits, invariant_logits,
                               project_invariant)
-from theory.structure import blocks, random_partition
+from patchassoc.theory.structure import blocks, random_partition
 
+from tests.profiles import examples
 from tests.reference_population import (ENGINE_VS_BRUTEFORCE_FMAX, ENGINE_VS_BRUTEFORCE_PER_F,
                                         ENGINE_VS_BRUTEFORCE_REL, INVARIANCE_REL,
                                         ORACLE_VS_NUMPY_REL, POP_FD_MIN_GRAD_OVER_RISK,

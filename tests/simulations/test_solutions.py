@@ -1,18 +1,18 @@
 """The solutions table: every number against an independent computation (the plain-NumPy
-enumeration of tests/reference_population, the closed forms of theory.solutions), the method
+enumeration of tests/reference_population, the closed forms of patchassoc.theory.solutions), the method
 labels, the Bayes error, save/load, the command and the figure."""
 import json
 
 import numpy as np
 import pytest
 
-from simulations.cli import main
-from simulations.population.exact import TIE_RTOL, bayes_error, evaluate
-from simulations.population.bruteforce import bruteforce_risk
-from simulations.solutions import (SolutionsResult, measure, monte_carlo, solutions_table)
-from theory import solutions as th
-from theory.config import preset
-from theory.structure import random_partition
+from patchassoc.simulations.cli import main
+from patchassoc.simulations.population.exact import TIE_RTOL, bayes_error, evaluate
+from patchassoc.simulations.population.bruteforce import bruteforce_risk
+from patchassoc.simulations.solutions import (SolutionsResult, measure, monte_carlo, solutions_table)
+from patchassoc.theory import solutions as th
+from patchassoc.theory.config import preset
+from patchassoc.theory.structure import random_partition
 from tests.reference_population import naive_population
 
 # Tolerances of this module (named by the quantity they bound).
@@ -139,7 +139,7 @@ def test_truncated_enumeration_gives_a_certified_interval():
 @pytest.fixture(scope="module")
 def tiny_table():
     cfg = preset("tiny", steps=60, n_train=400, n_test=400)
-    from simulations.train import train
+    from patchassoc.simulations.train import train
     tr = train(cfg, 0)
     res, pop = solutions_table(cfg, 0, lambdas=(0.0, 2.0, 16.0), gd_steps=400, train_result=tr)
     return cfg, tr, res, pop
@@ -194,7 +194,7 @@ def test_table_saves_and_loads(tiny_table, tmp_path):
 
 
 def test_figure_draws_every_construction(tiny_table, tmp_path):
-    from figures import solutions as fig
+    from patchassoc.figures import solutions as fig
     _, _, res, _ = tiny_table
     f = fig.plot(res)
     labels = [ln.get_label() for ln in f.axes[1].get_lines()]

@@ -3,8 +3,8 @@ phenomenon itself on a short reference run."""
 import numpy as np
 import pytest
 
-from simulations.train import TrainResult, record_steps, train
-from theory.config import preset
+from patchassoc.simulations.train import TrainResult, record_steps, train
+from patchassoc.theory.config import preset
 
 from tests.tolerances import ROW_SUM_DRIFT_REL
 

@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from simulations import kernels
-from simulations.commands.transfer import claim5
-from simulations.results import to_jsonable
-from simulations.sampler import unit_vector
-from simulations.transfer import analysis
-from simulations.transfer.tasks import (IDENTITY_LOGIT, METHODS, TransferSetting, TransferTask,
+from patchassoc.simulations import kernels
+from patchassoc.simulations.commands.transfer import claim5
+from patchassoc.simulations.results import to_jsonable
+from patchassoc.simulations.sampler import unit_vector
+from patchassoc.simulations.transfer import analysis
+from patchassoc.simulations.transfer.tasks import (IDENTITY_LOGIT, METHODS, TransferSetting, TransferTask,
                                         Upstream, cell_streams, downstream_feature,
                                         measure_test_error, method_logits, relabel, run_cell,
                                         wrong_partition)
-from theory.config import preset
-from theory.structure import random_partition, within_set_mass
+from patchassoc.theory.config import preset
+from patchassoc.theory.structure import random_partition, within_set_mass
 
 # Tolerances of this module (candidates for tests/tolerances.py).
 #: |<w~*, w*>| after two Gram-Schmidt passes in float64.
@@ -319,7 +319,7 @@ def test_claim5_thresholds():
 
 # -- figure -------------------------------------------------------------------------------------
 def test_figure_draws_one_curve_and_band_per_method(tmp_path):
-    from figures import transfer as fig_transfer
+    from patchassoc.figures import transfer as fig_transfer
     Ns, table = _synthetic_table(noise=0.01)
     s = analysis.summarize(table, Ns, 0.05, n_boot=100)
     s = json.loads(json.dumps(to_jsonable(s), sort_keys=True))   # as read back from disk
@@ -341,7 +341,7 @@ def test_figure_draws_one_curve_and_band_per_method(tmp_path):
 def test_upstream_trajectory_does_not_depend_on_n_test_or_records():
     """Why the study may reuse an upstream run that differs only in n_test / records: the test
     sample has its own stream, so the trained parameters are bit-for-bit the same."""
-    from simulations.train import train
+    from patchassoc.simulations.train import train
     a = train(preset("tiny", steps=30, n_test=500, records=3), seed=4)
     b = train(preset("tiny", steps=30, n_test=1500, records=10), seed=4)
     assert np.array_equal(a.trajectory.theta, b.trajectory.theta)
@@ -354,7 +354,7 @@ def test_an_interrupted_descent_never_becomes_a_cell(monkeypatch):
     (and the sweep store) half a run."""
     import dataclasses
 
-    from simulations.transfer import tasks
+    from patchassoc.simulations.transfer import tasks
 
     real = tasks.gradient_descent
 

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from simulations.cli import main
-from simulations.results import read_json
-from simulations.transfer import analysis
-from simulations.transfer.sweep import Cell, cell_path, load_cell, plan, run_sweep
-from simulations.transfer.tasks import METHODS, TransferTask, run_cell
+from patchassoc.simulations.cli import main
+from patchassoc.simulations.results import read_json
+from patchassoc.simulations.transfer import analysis
+from patchassoc.simulations.transfer.sweep import Cell, cell_path, load_cell, plan, run_sweep
+from patchassoc.simulations.transfer.tasks import METHODS, TransferTask, run_cell
 
 from .test_transfer import tiny_setting, tiny_upstream
 
@@ -223,9 +223,9 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
 def test_reproduce_step_reuses_the_train_step_and_lists_its_figures(tmp_path, monkeypatch):
     from pathlib import Path
 
-    from simulations.commands import transfer as command
-    from simulations.train import train
-    from theory.config import preset
+    from patchassoc.simulations.commands import transfer as command
+    from patchassoc.simulations.train import train
+    from patchassoc.theory.config import preset
 
     monkeypatch.setitem(command.QUICK, "Ns", (4, 16))
     monkeypatch.setitem(command.QUICK, "seeds", 2)

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from theory.config import PRESETS, Config, parse_override, preset
+from patchassoc.theory.config import PRESETS, Config, parse_override, preset
 
 
 def test_ref_preset_resolves_reference_scalings():

@@ -1,4 +1,4 @@
-"""The proved lemmas (theory.lemmas) and the ``lemmas`` command.
+"""The proved lemmas (patchassoc.theory.lemmas) and the ``lemmas`` command.
 
 Every lemma must come out proved; the harness must refuse what it cannot prove (negative
 controls), and the symbolic checks must be discriminating: the same machinery reports a
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theory import lemmas
-from theory.lemmas import _core, _symbolic as S
-from theory.lemmas.symmetry import commutant_dimension
+from patchassoc.theory import lemmas
+from patchassoc.theory.lemmas import _core, _symbolic as S
+from patchassoc.theory.lemmas.symmetry import commutant_dimension
 
 EXPECTED = [f"L{k}" for k in range(1, 11)]
 RECORD_KEYS = {"name", "statement", "method", "proved", "seconds"}
@@ -153,7 +153,7 @@ def test_uniform_point_needs_the_relabelling():
 
 
 def test_symbolic_softmax_matches_numpy():
-    from theory.model import softmax_rows
+    from patchassoc.theory.model import softmax_rows
     rng = np.random.default_rng(2)
     Qn = rng.normal(size=(3, 3))
     Q = S.symbol_matrix("Q", 3)
@@ -163,7 +163,7 @@ def test_symbolic_softmax_matches_numpy():
 
 def test_group_convention_matches_structure():
     # S.permute_matrix uses the convention of Structure.random_symmetry
-    from theory.structure import blocks
+    from patchassoc.theory.structure import blocks
     st = blocks(2, 2)
     pi = st.random_symmetry(np.random.default_rng(3))
     Qn = np.arange(16.0).reshape(4, 4)
@@ -176,7 +176,7 @@ def test_group_convention_matches_structure():
 
 # -- the command -------------------------------------------------------------------------------
 def test_command_run_render_and_json(tmp_path):
-    from simulations.commands import lemmas as cmd
+    from patchassoc.simulations.commands import lemmas as cmd
     ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L5", "L1"], no_write=False),
                                 out=tmp_path, log=lambda msg: None)
     summary = cmd.run(ctx)
@@ -189,7 +189,7 @@ def test_command_run_render_and_json(tmp_path):
 
 
 def test_command_reports_failure(tmp_path, monkeypatch):
-    from simulations.commands import lemmas as cmd
+    from patchassoc.simulations.commands import lemmas as cmd
 
     def fails(proof):
         proof.zero(sp.Symbol("x"), "x = 0")
@@ -204,8 +204,8 @@ def test_command_reports_failure(tmp_path, monkeypatch):
 
 
 def test_reproduce_step(tmp_path, records, monkeypatch):
-    from simulations.commands import lemmas as cmd
-    from theory.config import preset
+    from patchassoc.simulations.commands import lemmas as cmd
+    from patchassoc.theory.config import preset
 
     def cached(selection=None, progress=None):  # the module fixture already ran every proof
         return list(records.values())

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from theory.model import softmax_rows
-from theory.recovery import recover_spectral, recover_top_c, recovery_report
-from theory.structure import adjusted_rand_index, random_partition
+from patchassoc.theory.model import softmax_rows
+from patchassoc.theory.recovery import recover_spectral, recover_top_c, recovery_report
+from patchassoc.theory.structure import adjusted_rand_index, random_partition
 
 
 @given(L=st.integers(2, 6), C=st.integers(2, 5), seed=st.integers(0, 2**32 - 1),

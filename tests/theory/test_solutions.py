@@ -1,4 +1,4 @@
-"""The explicit solutions of theory.solutions: patterns, scaling, association metrics and the
+"""The explicit solutions of patchassoc.theory.solutions: patterns, scaling, association metrics and the
 closed forms (sign-of-sum error, block-limit threshold), against direct computations."""
 import itertools
 import math
@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from theory import solutions as th
-from theory.invariant import invariant_logits
-from theory.model import act, softmax_rows
-from theory.structure import blocks, random_partition
+from patchassoc.theory import solutions as th
+from patchassoc.theory.invariant import invariant_logits
+from patchassoc.theory.model import act, softmax_rows
+from patchassoc.theory.structure import blocks, random_partition
 
 # Tolerances of this module (named by the quantity they bound).
 #: Closed-form probabilities vs plain enumeration (sums of <= 3^8 terms).

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from theory.structure import (Structure, adjusted_rand_index, blocks, random_partition,
+from patchassoc.theory.structure import (Structure, adjusted_rand_index, blocks, random_partition,
                               within_set_mass, windows)
 
 

@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from simulations.vit.models import ViTConfig, build_model, count_parameters  # noqa: E402
+from patchassoc.simulations.vit.models import ViTConfig, build_model, count_parameters  # noqa: E402
 
 from .tolerances import ROW_SUM_ABS_F32  # noqa: E402
 

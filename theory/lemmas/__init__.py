@@ -21,7 +21,7 @@ L10    uniform attention is a fixed point of the population dynamics of Q
 
 Usage::
 
-    from theory.lemmas import prove_all
+    from patchassoc.theory.lemmas import prove_all
     records = prove_all()            # list of LemmaRecord, L1 first
     all(r.proved for r in records)
 

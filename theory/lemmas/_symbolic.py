@@ -5,7 +5,7 @@
 - The structure group G: generators (adjacent transpositions inside each set, elementwise swaps of
   consecutive sets), all elements (small sizes), and the action on matrices and on per-patch
   variables. A permutation ``pi`` maps patch i to ``pi[i]``; Pi Q Pi^T has entry Q[i, j] at
-  (pi[i], pi[j]), the convention of :meth:`theory.structure.Structure.random_symmetry`.
+  (pi[i], pi[j]), the convention of :meth:`patchassoc.theory.structure.Structure.random_symmetry`.
 - Generic functions: a loss ``ell`` and an activation ``act`` whose derivatives are the generic
   functions ``ell_prime`` and ``act_prime`` (so sympy's chain rule needs no ``Subs``), and an odd
   activation ``act_odd`` (sympy extracts the sign of its argument, as it does for ``sin``).
@@ -28,7 +28,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import sympy as sp
 
-from theory.structure import Structure
+from patchassoc.theory.structure import Structure
 
 __all__ = ["sets_of", "strided", "structure_matrices", "invariant_logits", "invariant_attention",
            "softmax", "symbol_matrix", "generators", "group_elements", "inverse",

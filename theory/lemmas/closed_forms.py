@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from theory.structure import blocks
+from patchassoc.theory.structure import blocks
 
 from ._core import Proof, lemma
 from ._symbolic import (act, act_odd, ell, exp_to_symbols, invariant_attention,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from theory.structure import blocks
+from patchassoc.theory.structure import blocks
 
 from ._core import Proof, lemma
 from ._symbolic import (backprop_softmax, exp_to_symbols, generic_function, grad_A_integrand,

@@ -22,7 +22,7 @@ import sympy as sp
 from sympy.combinatorics import Permutation, PermutationGroup
 from sympy.polys.matrices import DomainMatrix
 
-from theory.structure import blocks
+from patchassoc.theory.structure import blocks
 
 from ._core import Proof, lemma
 from ._symbolic import (backprop_softmax, conjugation_sub, ell, ell_prime, act_prime,
