@@ -66,7 +66,7 @@ def _compare(LC, q, p, nu, alpha, a, b, c, seed, rel):
     assert ev.configurations == count_configurations(L, C) or q in (0.0, 1.0)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(LC=st.sampled_from(SMALL), q=QS, p=st.sampled_from([3, 5, 7]),
        nu=st.floats(0, 0.5), alpha=st.floats(-3, 3), a=st.floats(-4, 4), b=st.floats(-4, 4),
        c=st.floats(-4, 4), seed=st.integers(0, 2**31))
@@ -76,7 +76,7 @@ def test_engine_matches_bruteforce(LC, q, p, nu, alpha, a, b, c, seed):
     _compare(LC, q, p, nu, alpha, a, b, c, seed, ENGINE_VS_BRUTEFORCE_REL)
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(LC=st.sampled_from(SMALL), q=QS, p=st.sampled_from([3, 5, 7]),
        nu=st.floats(0, 0.5), alpha=st.floats(-3, 3), a=st.floats(-4, 4), b=st.floats(-4, 4),
        c=st.floats(-4, 4), seed=st.integers(0, 2**31))
@@ -98,7 +98,7 @@ def test_engine_matches_bruteforce_at_D12(L, C):
         assert _close(ev.bayes_error, bf.bayes_error, ENGINE_VS_BRUTEFORCE_REL)
 
 
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(LC=st.sampled_from([(1, 3), (2, 2), (2, 3), (3, 2), (3, 1)]), q=QS,
        p=st.sampled_from([3, 5]), nu=st.floats(0, 0.5), alpha=st.floats(-2, 2),
        seed=st.integers(0, 2**31))
@@ -168,7 +168,7 @@ def _fd(fun, x, h):
     return g
 
 
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(LC=st.sampled_from([(2, 2), (3, 2), (4, 4), (3, 5), (1, 4), (5, 1)]),
        q=st.floats(0.05, 0.9), p=st.sampled_from([3, 5]), nu=st.floats(0, 0.3),
        alpha=st.floats(-2, 2).filter(lambda x: abs(x) > 0.05), a=st.floats(-3, 3),
