@@ -2,6 +2,12 @@
 
     v <- v - eta_v grad_v R_N,   Q <- Q - eta_Q grad_Q R_N   (or P <- P - eta_Q grad_P R_N).
 
+With ``diagonal='fixed'`` (the paper's Simplification 3.1, free logits only) the diagonal of
+grad_Q is zeroed, so diag(Q) keeps its initial value exactly and only Q_ij, i != j, move.
+Bookkeeping: softmax ignores a shift of a row, so every row of grad_Q sums to zero and a full
+step conserves each row sum of Q. With the diagonal masked, the off-diagonal gradient of row i
+sums to -g_ii, so the row sum is NOT conserved: each step adds exactly eta_Q g_ii to row i.
+
 :func:`gradient_descent` is the engine: it takes a training sample, an optional test sample and
 initial parameters, and records metrics at the requested steps. :func:`train` is the runner for a
 :class:`~patchassoc.theory.config.Config`: it draws the structure, the feature, the data and the
@@ -93,7 +99,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
                      at: Sequence[int] | np.ndarray, w_star: np.ndarray,
                      structure: Structure | None = None, test_data: Sample | None = None,
                      gram: bool = False, train_attention: bool = True,
-                     tol: float | None = None, progress: bool = False,
+                     diagonal: str = "trained", tol: float | None = None, progress: bool = False,
                      desc: str = "gradient descent") -> Trajectory:
     """Run full-batch gradient descent and record metrics at the steps ``at``.
 
@@ -110,6 +116,8 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         Needed for the within-set mass (NaN without it).
     train_attention : bool
         False freezes the attention (only v is trained).
+    diagonal : {"trained", "fixed"}
+        ``"fixed"`` zeroes the diagonal of grad_Q (free logits only): diag(Q) never moves.
     tol : float, optional
         Stop as soon as the training loss is <= tol (the step is recorded).
 
@@ -127,6 +135,11 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
     w_star = np.asarray(w_star, dtype=np.float64)
     if v.shape != w_star.shape:
         raise ValueError("v0 and w_star must have the same shape")
+    if diagonal not in ("trained", "fixed"):
+        raise ValueError(f"diagonal must be 'trained' or 'fixed', got {diagonal!r}")
+    if diagonal == "fixed" and gram:
+        raise ValueError("diagonal='fixed' needs free logits (gram=False)")
+    fixed_diagonal = diagonal == "fixed"
     # validate the samples once; every step then skips the O(N D d) finiteness scan
     train_X, train_y = kernels.check_data(train_data.X, train_data.y)
     if test_data is not None:
@@ -179,6 +192,9 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
             v = v - eta_v * out["grad_v"]
             if train_attention:
                 g = gram_grad(out["grad_Q"], theta) if gram else out["grad_Q"]
+                if fixed_diagonal:
+                    g = g.copy()
+                    np.fill_diagonal(g, 0.0)
                 theta = theta - eta_Q * g
             step += 1
             bar.update(1)
@@ -287,7 +303,8 @@ def train(config: Config, seed: int = 0, *, progress: bool = False,
                             eta_v=config.eta_v, eta_Q=config.eta_Q, steps=config.steps,
                             at=record_steps(config.steps, config.records), w_star=w_star,
                             structure=structure, test_data=test_data,
-                            gram=config.param == "gram", progress=progress, desc="train")
+                            gram=config.param == "gram", diagonal=config.diagonal,
+                            progress=progress, desc="train")
     t2 = time.perf_counter()
     return TrainResult(config=config, seed=seed, structure=structure, w_star=w_star,
                        trajectory=traj, seconds=t2 - t0,

@@ -22,11 +22,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 __all__ = ["Config", "PRESETS", "preset", "parse_override", "STRUCTURES", "PARAMETERIZATIONS",
-           "NOISES"]
+           "NOISES", "DIAGONALS"]
 
 STRUCTURES = ("random", "blocks", "windows")
 PARAMETERIZATIONS = ("logits", "gram")
 NOISES = ("isotropic", "orthogonal")
+DIAGONALS = ("trained", "fixed")
 
 
 def _is_int(x: Any) -> bool:
@@ -60,6 +61,9 @@ class Config:
         Linear coefficient of the activation, >= 0.
     param : {"logits", "gram"}
         Free logits Q, or positional encodings P with Q = P P^T.
+    diagonal : {"trained", "fixed"}
+        Every entry of Q trains, or the paper's Simplification 3.1: diag(Q) stays at its initial
+        value and only Q_ij with i != j train (SPEC section 2). Free logits only.
     omega : float
         Standard deviation of the initial v0 ~ N(0, omega^2 I_d).
     kappa : float or None
@@ -85,6 +89,7 @@ class Config:
     p: int = 5
     nu: float = 0.03
     param: str = "logits"
+    diagonal: str = "trained"
     omega: float = 1e-3
     kappa: float | None = None
     eta_v: float = 0.1
@@ -135,10 +140,13 @@ class Config:
             raise ValueError(f"kappa must be >= 0 for param='gram' (P0 = sqrt(kappa) I), "
                              f"got {self.kappa}")
         for name, allowed in (("structure", STRUCTURES), ("param", PARAMETERIZATIONS),
-                              ("noise", NOISES)):
+                              ("noise", NOISES), ("diagonal", DIAGONALS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}; "
                                  f"got {getattr(self, name)!r}")
+        if self.param == "gram" and self.diagonal == "fixed":
+            raise ValueError("diagonal='fixed' needs param='logits': with Q = P P^T the "
+                             "diagonal |p_i|^2 is not a free parameter")
         if self.structure == "windows":
             g = math.isqrt(D)
             w = math.isqrt(self.C)

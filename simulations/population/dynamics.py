@@ -7,7 +7,10 @@ engine (:mod:`patchassoc.simulations.train`):
     alpha <- alpha - eta_v dR/dalpha      (the step on v along w*),
     a <- a - eta_Q (dR/da)/D,  b <- b - eta_Q (dR/db)/(D(C-1)),  c <- c - eta_Q (dR/dc)/(D(D-C))
 
-(per-entry gradients of Q). With the Gram parameterization the coordinates are (x, y, w) of
+(per-entry gradients of Q). With ``diagonal='fixed'`` (the paper's Simplification 3.1) a stays
+at its initial value and only (b, c) move, with the same per-entry steps; the row sum
+a + (C-1) b + (D-C) c is then not conserved (each step adds eta_Q (dR/da)/D, as in the sampled
+engine). With the Gram parameterization the coordinates are (x, y, w) of
 the invariant symmetric P, Q = P P^T (see :mod:`patchassoc.theory.invariant`), moved per entry with the
 same scales. The start matches a sampled run of the same seed: alpha0 = <v0, w*> with v0 and w*
 drawn exactly as :func:`patchassoc.simulations.train.train` draws them, Q0 = kappa I (P0 = sqrt(kappa) I).
@@ -87,7 +90,7 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
                        coords0: Sequence[float], *, eta_v: float, eta_Q: float, steps: int,
                        at: Sequence[int] | np.ndarray, param: str = "logits",
                        tol: float | None = None, train_attention: bool = True,
-                       max_configurations: int = MAX_CONFIGURATIONS, progress: bool = False,
+                       diagonal: str = "trained", max_configurations: int = MAX_CONFIGURATIONS, progress: bool = False,
                        desc: str = "population") -> PopulationTrajectory:
     """Gradient descent on the exact population risk from (alpha0, coords0).
 
@@ -100,6 +103,8 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
         Certified truncation tolerance of each evaluation (``None``: full enumeration).
     train_attention : bool
         False freezes the attention (only alpha moves).
+    diagonal : {"trained", "fixed"}
+        ``"fixed"`` freezes a (free logits only): only (b, c) move.
 
     Returns
     -------
@@ -109,6 +114,10 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
     if param not in ("logits", "gram"):
         raise ValueError(f"param must be 'logits' or 'gram', got {param!r}")
+    if diagonal not in ("trained", "fixed"):
+        raise ValueError(f"diagonal must be 'trained' or 'fixed', got {diagonal!r}")
+    if diagonal == "fixed" and param != "logits":
+        raise ValueError("diagonal='fixed' needs param='logits'")
     at = np.unique(np.asarray(at, dtype=np.int64))
     if at.size == 0 or at[0] < 0 or at[-1] > steps:
         raise ValueError(f"record steps must lie in [0, {steps}]")
@@ -119,6 +128,8 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
     n_entries = entry_counts(L, C)
     # per-entry scale of each coordinate; a class without entries does not move
     scale = np.array([eta_Q / n if n else 0.0 for n in n_entries])
+    if diagonal == "fixed":
+        scale[0] = 0.0                      # a (the diagonal) never moves
     names = ("a", "b", "c") if param == "logits" else ("x", "y", "w")
     rows: dict[str, list] = {k: [] for k in PopulationTrajectory.ARRAYS}
     record_set = set(at.tolist())
@@ -291,6 +302,7 @@ def run_population(config: Config, seed: int = 0, *, steps: int | None = None,
     traj = population_descent(config.L, config.C, config.q, config.p, config.nu, alpha0,
                               coords0, eta_v=config.eta_v, eta_Q=config.eta_Q, steps=steps,
                               at=record_steps(steps, records), param=config.param, tol=tol,
+                              diagonal=config.diagonal,
                               max_configurations=max_configurations, progress=progress)
     seconds = time.perf_counter() - t0
     return PopulationResult(config=config, seed=seed, structure=structure, trajectory=traj,

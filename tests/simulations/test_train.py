@@ -66,3 +66,71 @@ def test_short_reference_run_shows_patch_association():
     assert s["within_mass_mean"] >= 0.80
     assert s["within_mass_min"] >= 0.65
     assert s["test_error"] <= 0.01
+
+
+# -- fixed diagonal (the paper's Simplification 3.1) -------------------------------------------
+def _one_step_problem(seed=3, L=2, C=3, d=8, n=200):
+    from patchassoc.simulations.sampler import sample, unit_vector
+    from patchassoc.theory.structure import random_partition
+    rng = np.random.default_rng(seed)
+    S = random_partition(L, C, rng)
+    w = unit_vector(d, rng)
+    data = sample(n, w, S, 0.4, 0.3, rng, False)
+    v0 = 0.5 * rng.standard_normal(d)
+    Q0 = rng.normal(0.0, 1.0, (S.D, S.D))
+    return S, w, data, v0, Q0
+
+
+def test_fixed_diagonal_step_is_the_numpy_step_with_the_diagonal_masked():
+    from patchassoc.simulations.train import gradient_descent
+    from patchassoc.theory import model
+    from tests.tolerances import KERNEL_VS_NUMPY_REL
+    S, w, data, v0, Q0 = _one_step_problem()
+    eta_v, eta_Q = 0.3, 7.0
+    t = gradient_descent(data, Q0, v0, p=5, nu=0.03, eta_v=eta_v, eta_Q=eta_Q, steps=1,
+                         at=[0, 1], w_star=w, structure=S, diagonal="fixed")
+    ref = model.loss_and_grad(data.X, data.y, v0, model.softmax_rows(Q0), 5, 0.03)
+    g = ref["grad_Q"].copy()
+    off = ~np.eye(S.D, dtype=bool)
+    assert np.max(np.abs(g[off])) > 1e-3          # the step is not trivially zero
+    g[~off] = 0.0
+    scale = eta_Q * np.max(np.abs(ref["grad_Q"])) + np.max(np.abs(Q0))
+    assert np.max(np.abs(t.theta - (Q0 - eta_Q * g))) <= KERNEL_VS_NUMPY_REL * scale
+    # the diagonal did not move at all (bit for bit)
+    assert np.array_equal(np.diag(t.theta), np.diag(Q0))
+    # v moved exactly as in the full model
+    np.testing.assert_allclose(t.v, v0 - eta_v * ref["grad_v"], rtol=0,
+                               atol=KERNEL_VS_NUMPY_REL * (np.max(np.abs(v0)) +
+                                                           eta_v * np.max(np.abs(ref["grad_v"]))))
+    # row sums are not conserved: each moves by exactly eta_Q g_ii (off-diagonal sum = -g_ii)
+    drift = t.row_sums[1] - t.row_sums[0]
+    expected = eta_Q * np.diag(ref["grad_Q"])
+    assert np.max(np.abs(expected)) > 1e-4
+    assert np.max(np.abs(drift - expected)) <= KERNEL_VS_NUMPY_REL * scale * S.D
+
+
+def test_fixed_diagonal_run_keeps_diag_and_is_deterministic():
+    cfg = preset("tiny", steps=60, diagonal="fixed")
+    r1, r2 = train(cfg, seed=4), train(cfg, seed=4)
+    t = r1.trajectory
+    assert t.status == "ok"
+    assert np.array_equal(np.diag(t.theta), np.full(8, cfg.kappa))
+    assert np.max(np.abs(t.theta - np.diag(np.diag(t.theta)))) > 0.01  # off-diagonals moved
+    for key in ("train_loss", "alpha", "A", "row_sums"):
+        assert np.array_equal(getattr(t, key), getattr(r2.trajectory, key))
+    assert np.array_equal(t.theta, r2.trajectory.theta)
+    # and it is a different run from the trained diagonal
+    full = train(preset("tiny", steps=60), seed=4)
+    assert not np.array_equal(np.diag(full.trajectory.theta), np.diag(t.theta))
+
+
+def test_fixed_diagonal_is_refused_for_the_gram_form():
+    from patchassoc.simulations.train import gradient_descent
+    with pytest.raises(ValueError, match="diagonal='fixed' needs param='logits'"):
+        preset("tiny", param="gram", diagonal="fixed")
+    with pytest.raises(ValueError, match="diagonal must be one of"):
+        preset("tiny", diagonal="frozen")
+    S, w, data, v0, Q0 = _one_step_problem()
+    with pytest.raises(ValueError, match="free logits"):
+        gradient_descent(data, np.eye(S.D), v0, p=5, nu=0.03, eta_v=0.1, eta_Q=1.0, steps=1,
+                         at=[0], w_star=w, gram=True, diagonal="fixed")
