@@ -45,6 +45,7 @@ COMMANDS: tuple[str, ...] = (
     "patchassoc.simulations.commands.bench",
     "patchassoc.simulations.commands.vit",
     "patchassoc.simulations.commands.transfer",
+    "patchassoc.simulations.commands.association",
 )
 
 DEFAULT_OUT = Path("patchassoc-out")
