@@ -22,12 +22,13 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 __all__ = ["Config", "PRESETS", "preset", "parse_override", "STRUCTURES", "PARAMETERIZATIONS",
-           "NOISES", "DIAGONALS"]
+           "NOISES", "DIAGONALS", "DATAS"]
 
 STRUCTURES = ("random", "blocks", "windows")
 PARAMETERIZATIONS = ("logits", "gram")
 NOISES = ("isotropic", "orthogonal")
 DIAGONALS = ("trained", "fixed")
+DATAS = ("structured", "gaussian-cnn")
 
 
 def _is_int(x: Any) -> bool:
@@ -64,6 +65,10 @@ class Config:
     diagonal : {"trained", "fixed"}
         Every entry of Q trains, or the paper's Simplification 3.1: diag(Q) stays at its initial
         value and only Q_ij with i != j train (SPEC section 2). Free logits only.
+    data : {"structured", "gaussian-cnn"}
+        The distribution D(w*, S, q, sigma) of SPEC section 1, or the paper's Fig. 2 negative
+        control: i.i.d. N(0, sigma^2 I_d) patches labelled by a cubic CNN over the windows
+        (needs ``structure="windows"``; see :mod:`patchassoc.simulations.sampler`).
     omega : float
         Standard deviation of the initial v0 ~ N(0, omega^2 I_d).
     kappa : float or None
@@ -90,6 +95,7 @@ class Config:
     nu: float = 0.03
     param: str = "logits"
     diagonal: str = "trained"
+    data: str = "structured"
     omega: float = 1e-3
     kappa: float | None = None
     eta_v: float = 0.1
@@ -140,13 +146,17 @@ class Config:
             raise ValueError(f"kappa must be >= 0 for param='gram' (P0 = sqrt(kappa) I), "
                              f"got {self.kappa}")
         for name, allowed in (("structure", STRUCTURES), ("param", PARAMETERIZATIONS),
-                              ("noise", NOISES), ("diagonal", DIAGONALS)):
+                              ("noise", NOISES), ("diagonal", DIAGONALS),
+                              ("data", DATAS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}; "
                                  f"got {getattr(self, name)!r}")
         if self.param == "gram" and self.diagonal == "fixed":
             raise ValueError("diagonal='fixed' needs param='logits': with Q = P P^T the "
                              "diagonal |p_i|^2 is not a free parameter")
+        if self.data == "gaussian-cnn" and self.structure != "windows":
+            raise ValueError("data='gaussian-cnn' labels patches by a CNN over the grid's "
+                             "windows: it needs structure='windows'")
         if self.structure == "windows":
             g = math.isqrt(D)
             w = math.isqrt(self.C)
