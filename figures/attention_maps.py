@@ -5,6 +5,10 @@ noise). Bottom row: the same maps with patches reordered so that each set S_l is
 association shows up as C x C blocks on the diagonal. A panel on the left draws the partition
 itself: on the sqrt(D) x sqrt(D) patch grid when D is a square, as a strip otherwise.
 
+Each map's title gives the paper's metrics (SPEC section 3): the rows whose top-C entries are
+exactly their own set (Def. 2.2; ranked on A, which ranks each row like its logits) and the
+set-mate share (mean and min). The within-set mass is not shown: it counts A_ii.
+
 References
 ----------
 SPEC section 3 (plots show A twice).
@@ -18,7 +22,8 @@ from typing import Sequence
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from patchassoc.theory.structure import Structure, within_set_mass
+from patchassoc.theory.association import set_mate_share, topc_rows
+from patchassoc.theory.structure import Structure
 
 from .style import ATTENTION_CMAP, PALETTE, new_figure, save_figure
 
@@ -28,8 +33,8 @@ __all__ = ["plot", "plot_partition", "pick_snapshots", "save"]
 def pick_snapshots(steps: np.ndarray, count: int = 5, mass=None) -> list[int]:
     """Indices of ``count`` recorded steps that show the evolution: the first, the last and
     log-spaced steps between the onset of change and the end. The onset is the first step where
-    the mean within-set mass ``mass`` has moved by 5 % of its largest excursion (step 1 when
-    ``mass`` is not given or never moves)."""
+    the signal ``mass`` (the mean set-mate share, or any per-step summary of A) has moved by 5 %
+    of its largest excursion (step 1 when ``mass`` is not given or never moves)."""
     steps = np.asarray(steps)
     n = steps.size
     if n <= count:
@@ -89,7 +94,8 @@ def plot(A: Sequence[np.ndarray], steps: Sequence[int], structure: Structure, fi
     C = structure.C
     im = None
     for k, (a, step) in enumerate(zip(A, steps)):
-        mass = within_set_mass(a, structure)
+        share = set_mate_share(a, structure)
+        rows = int(topc_rows(a, structure, relative_to="entry").sum())
         for row, (mat, label) in enumerate(((a, "natural order"),
                                             (a[np.ix_(order, order)], "sets contiguous"))):
             ax = fig.add_subplot(gs[row, k + 1])
@@ -98,8 +104,8 @@ def plot(A: Sequence[np.ndarray], steps: Sequence[int], structure: Structure, fi
             ax.set_yticks([])
             ax.grid(False)
             if row == 0:
-                ax.set_title(f"step {int(step)}\nmass {mass.mean():.2f} (min {mass.min():.2f})",
-                             fontsize=8)
+                ax.set_title(f"step {int(step)}: top-C {rows}/{structure.D}\nshare "
+                             f"{share.mean():.2f} (min {share.min():.2f})", fontsize=8)
             else:
                 for e in range(C, structure.D, C):
                     ax.axhline(e - 0.5, color="white", lw=0.4, alpha=0.6)
@@ -108,7 +114,7 @@ def plot(A: Sequence[np.ndarray], steps: Sequence[int], structure: Structure, fi
                 ax.set_ylabel(label, fontsize=8)
     cax = fig.add_subplot(gs[:, -1])
     fig.colorbar(im, cax=cax, label="attention weight A_ij")
-    fig.suptitle(title or "Attention maps A = softmax(Q) during training", fontsize=10)
+    fig.suptitle(title or "Attention maps A = softmax(Q) during training", fontsize=10, y=1.0)
     return fig
 
 

@@ -5,6 +5,11 @@ Reads a saved :class:`patchassoc.simulations.population.PopulationResult` (never
 A = Pd I + Qs (B - I) + R (J - B) rebuilt from the recorded (a, b, c) at log-spaced steps, drawn
 in the natural patch order and with the sets contiguous.
 
+The curves carry the paper's association metrics (SPEC section 3: Def. 2.2 in every row or none,
+the set-mate share) and shade the phases of the proof: up to t_alpha (alpha reaches half its
+final value) and from t_alpha to t_share (the share is half way to its final value). The
+paper's order is alpha first, with the attention nearly still, then the share.
+
 References
 ----------
 SPEC sections 3-5; claim 1 of section 6.
@@ -18,13 +23,14 @@ import numpy as np
 from . import attention_maps
 from .style import COLORS, new_figure, save_figure, step_axis
 
-__all__ = ["plot", "plot_maps", "save"]
+__all__ = ["plot", "plot_maps", "save", "shade_phases"]
 
 
 def plot_maps(result, count: int = 5):
     """Attention maps at ``count`` log-spaced recorded steps; returns the figure."""
     t = result.trajectory
-    idx = attention_maps.pick_snapshots(t.steps, count, t.mass_mean)
+    idx = attention_maps.pick_snapshots(t.steps, count,
+                                        t.share if t.share is not None else t.mass_mean)
     A = [t.attention(result.structure, i) for i in idx]
     cfg = result.config
     return attention_maps.plot(A, [t.steps[i] for i in idx], result.structure,
@@ -32,11 +38,30 @@ def plot_maps(result, count: int = 5):
                                      f"(L={cfg.L}, C={cfg.C}, {t.param})")
 
 
+def shade_phases(ax, ph: dict, label: bool = False) -> None:
+    """Shade [0, t_alpha] (phase I: alpha grows) and [t_alpha, t_share] (the share moves) on a
+    log step axis (step 0 at 1/2); dashed lines at t_alpha and t_share."""
+    ta, ts = ph.get("t_alpha"), ph.get("t_share")
+    if ta is not None:
+        ax.axvspan(0.5, max(ta, 0.5), color=COLORS["sky"], alpha=0.15, lw=0,
+                   label="until t_alpha" if label else None)
+        ax.axvline(max(ta, 0.5), color=COLORS["blue"], ls="--", lw=0.8)
+    if ts is not None:
+        if ta is not None and ts > ta:
+            ax.axvspan(max(ta, 0.5), ts, color=COLORS["orange"], alpha=0.15, lw=0,
+                       label="t_alpha to t_share" if label else None)
+        ax.axvline(max(ts, 0.5), color=COLORS["orange"], ls="--", lw=0.8)
+
+
 def plot(result, axes=None):
-    """Four panels: loss; error vs Bayes error; alpha and logit gaps; within-set mass and the
-    conserved row sum. Returns the figure."""
+    """Four panels: loss; error vs Bayes error; alpha and logit gaps; the association metrics
+    (share, Def. 2.2) with the within-set mass drawn faintly. The phases are shaded on every
+    panel. Returns the figure."""
+    from patchassoc.simulations.population.dynamics import ASSOCIATION_EPS
     t = result.trajectory
     cfg = result.config
+    s = result.summary()
+    ph = s["phases"]
     if axes is None:
         fig, axes = new_figure(1, 4, figsize=(15, 3.3))
     else:
@@ -70,20 +95,42 @@ def plot(result, axes=None):
     ax.set_title("value and logit gaps")
     ax.legend()
     ax = axes[3]
-    drift = np.max(np.abs(t.row_sum - t.row_sum[0])) if t.row_sum.size else float("nan")
-    ax.plot(x, t.mass_mean, color=COLORS["green"], label="within-set mass")
-    ax.axhline(cfg.C / cfg.D, color="grey", lw=0.8, ls=":",
-               label=f"uniform C/D = {cfg.C / cfg.D:.2f}")
-    ax.plot([], [], " ", label=f"row sum a+(C-1)b+(D-C)c drift {drift:.1e}")
-    ax.axhline(1.0, color="grey", lw=0.6)
+    D, C = cfg.D, cfg.C
+    if t.share is not None:
+        ax.plot(x, t.share, color=COLORS["green"], label="set-mate share (every row)")
+        ax.step(x, np.asarray(t.topc_rows) / D, where="post", color=COLORS["blue"], lw=1.0,
+                label="rows passing Def. 2.2 (fraction)")
+    ax.plot(x, t.mass_mean, color="grey", lw=0.8, alpha=0.6,
+            label="within-set mass (descriptive)")
+    if D > 1:
+        ax.axhline((C - 1) / (D - 1), color="grey", lw=0.8, ls=":",
+                   label=f"uniform share (C-1)/(D-1) = {(C - 1) / (D - 1):.2f}")
+    ax.axhline(1.0 - ASSOCIATION_EPS, color=COLORS["vermillion"], lw=0.8, ls=":",
+               label=f"1 - eps = {1 - ASSOCIATION_EPS:g}")
     ax.set_ylim(0, 1.05)
     ax.set_xscale("log")
     ax.set_xlabel("gradient step")
-    ax.set_title("within-set attention mass")
-    ax.legend(loc="lower right")
-    fig.suptitle(f"Exact population gradient descent: L={cfg.L}, C={cfg.C}, q={cfg.q:.3g}, "
+    ax.set_title("patch association (paper Def. 2.2, share)")
+    ax.legend(loc="center left", fontsize=7)
+    for k, ax in enumerate(axes):
+        shade_phases(ax, ph, label=(k == 2))
+    axes[2].legend(fontsize=7)
+    if ph.get("t_alpha") is not None:
+        order = {True: "alpha first, as in the paper", False: "share first (not the paper's "
+                 "order)", None: "share did not move"}[ph.get("alpha_first")]
+        phase_text = (f"phases: t_alpha = {ph['t_alpha']}, t_share = {ph['t_share']} ({order}); "
+                      f"max |change of A| before t_alpha {ph['attention_change_before_t_alpha']:.2g}"
+                      f" (total {ph['attention_change_total']:.2g})")
+    else:
+        phase_text = "phases: not available"
+    verdict = ("" if s["associated"] is None else
+               f"; Def. 2.2 in {s['topc_rows']}/{D} rows, share {s['share_min']:.3f}: "
+               f"{'associated' if s['associated'] else 'NOT associated'} at eps = "
+               f"{ASSOCIATION_EPS:g}")
+    fig.suptitle(f"Exact population gradient descent: L={cfg.L}, C={C}, q={cfg.q:.3g}, "
                  f"p={cfg.p}, nu={cfg.nu:g}, eta_v={cfg.eta_v:g}, eta_Q={cfg.eta_Q:g}, "
-                 f"kappa={cfg.kappa:.3g}", fontsize=10, y=1.04)
+                 f"kappa={cfg.kappa:.3g}, diagonal {cfg.diagonal}{verdict}\n{phase_text}",
+                 fontsize=10, y=1.08)
     return fig
 
 

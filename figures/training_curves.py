@@ -1,6 +1,8 @@
 """Training curves of a sampled-data run: loss and errors; alpha = <v, w*> and ||v_perp||;
-within-set mass (mean and min) against the uniform level C/D. Log-scaled step axis
-(step 0 is drawn at 1/2 so the initial point stays visible).
+the paper's association metrics (SPEC section 3): the set-mate share (mean and min) against
+uniform attention's (C-1)/(D-1) and the level 1 - eps, and the fraction of rows passing Def. 2.2
+(top-C = own set). The within-set mass, which counts A_ii, is drawn faintly as a description
+only. Log-scaled step axis (step 0 is drawn at 1/2 so the initial point stays visible).
 
 References
 ----------
@@ -12,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.simulations.train import ASSOCIATION_EPS
+
 from .style import COLORS, new_figure, save_figure, step_axis
 
-__all__ = ["plot", "save"]
+__all__ = ["plot", "plot_association", "save"]
 
 
 def plot(result, axes=None):
@@ -42,21 +46,39 @@ def plot(result, axes=None):
     ax.set_xlabel("gradient step")
     ax.set_title("value vector v")
     ax.legend()
-    ax = axes[2]
-    ax.plot(x, t.mass_mean, color=COLORS["green"], label="mean over patches")
-    ax.plot(x, t.mass_min, color=COLORS["purple"], ls="--", label="min over patches")
-    ax.axhline(cfg.C / cfg.D, color="grey", lw=0.8, ls=":", label=f"uniform C/D = {cfg.C / cfg.D:.2f}")
-    ax.axhline(1.0, color="grey", lw=0.6)
+    plot_association(axes[2], x, t, cfg, ASSOCIATION_EPS)
+    s = result.summary()
+    verdict = ("" if s["associated"] is None else
+               f": {s['topc_rows']}/{cfg.D} rows pass Def. 2.2, share min {s['share_min']:.2f}, "
+               f"{'associated' if s['associated'] else 'NOT associated'} at eps = "
+               f"{ASSOCIATION_EPS:g}")
+    fig.suptitle(f"Sampled-data gradient descent: d={cfg.d}, L={cfg.L}, C={cfg.C}, "
+                 f"N={cfg.n_train}, {cfg.param}, diagonal {cfg.diagonal}, seed {result.seed}"
+                 f"{verdict}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_association(ax, x, t, cfg, eps: float) -> None:
+    """The association panel: share mean/min, top-C rows fraction, faint within-set mass."""
+    D, C = cfg.D, cfg.C
+    if t.share_mean is not None:
+        ax.plot(x, t.share_mean, color=COLORS["green"], label="set-mate share, mean")
+        ax.plot(x, t.share_min, color=COLORS["purple"], ls="--", label="set-mate share, min")
+        ax.step(x, np.asarray(t.topc_rows) / D, where="post", color=COLORS["blue"], lw=1.0,
+                label="rows passing Def. 2.2 (fraction)")
+    ax.plot(x, t.mass_mean, color="grey", lw=0.8, alpha=0.6,
+            label="within-set mass (descriptive)")
+    if D > 1:
+        ax.axhline((C - 1) / (D - 1), color="grey", lw=0.8, ls=":",
+                   label=f"uniform share (C-1)/(D-1) = {(C - 1) / (D - 1):.2f}")
+    ax.axhline(1.0 - eps, color=COLORS["vermillion"], lw=0.8, ls=":",
+               label=f"1 - eps = {1 - eps:g}")
     ax.set_ylim(0, 1.05)
     ax.set_xscale("log")
     ax.set_xlabel("gradient step")
-    ax.set_title("within-set attention mass")
-    ax.legend(loc="lower right")
-    fig.suptitle(f"Sampled-data gradient descent: d={cfg.d}, L={cfg.L}, C={cfg.C}, "
-                 f"N={cfg.n_train}, {cfg.param} parameterization, seed {result.seed}",
-                 fontsize=10)
-    fig.tight_layout()
-    return fig
+    ax.set_title("patch association (paper Def. 2.2, share)")
+    ax.legend(loc="center left", fontsize=7)
 
 
 def save(result, folder: str | Path, name: str = "training_curves") -> list[Path]:

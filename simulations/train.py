@@ -14,9 +14,14 @@ initial parameters, and records metrics at the requested steps. :func:`train` is
 initialization from the seed's streams and calls the engine. Both stop cleanly, keeping what
 they recorded, when the loss or the parameters become non-finite or the user interrupts.
 
+Recorded at each requested step: losses and errors, alpha = <v, w*> and ||v_perp||, the
+paper's association metrics of SPEC section 3 (rows passing Def. 2.2 ranked on the logits Q,
+the set-mate share mean and min; ``associated`` at eps = ``ASSOCIATION_EPS`` = 0.25, the level
+SPEC section 3 declares for sampled runs) and, as a description only, the within-set mass.
+
 References
 ----------
-SPEC section 2 (training), section 3 (within-set mass).
+SPEC section 2 (training), section 3 (association metrics, within-set mass).
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
+from patchassoc.theory.association import set_mate_share, topc_rows
 from patchassoc.theory.config import Config
 from patchassoc.theory.model import gram_grad
 from patchassoc.theory.recovery import recovery_report
@@ -39,7 +45,10 @@ from .results import load_folder, save_folder
 from .sampler import Sample, check_sample_size, sample, streams, unit_vector
 
 __all__ = ["TrainResult", "Trajectory", "gradient_descent", "train", "record_steps",
-           "initial_parameters"]
+           "initial_parameters", "ASSOCIATION_EPS"]
+
+#: Level eps at which sampled runs report association (SPEC section 3: 0.25 for sampled runs).
+ASSOCIATION_EPS = 0.25
 
 
 def record_steps(steps: int, records: int) -> np.ndarray:
@@ -78,9 +87,12 @@ class Trajectory:
     theta: np.ndarray
     status: str
     steps_done: int
+    topc_rows: np.ndarray | None = None
+    share_mean: np.ndarray | None = None
+    share_min: np.ndarray | None = None
 
     ARRAYS = ("steps", "train_loss", "train_error", "test_error", "alpha", "v_perp_norm",
-              "mass_mean", "mass_min", "row_sums", "A")
+              "mass_mean", "mass_min", "row_sums", "A", "topc_rows", "share_mean", "share_min")
 
     gram: bool = False
 
@@ -113,7 +125,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         Initial value vector.
     at : increasing steps at which to record (0 = before the first step).
     structure : Structure, optional
-        Needed for the within-set mass (NaN without it).
+        Needed for the association metrics and the within-set mass (NaN without it).
     train_attention : bool
         False freezes the attention (only v is trained).
     diagonal : {"trained", "fixed"}
@@ -164,11 +176,15 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         rows["v_perp_norm"].append(float(np.linalg.norm(v - alpha * w_star)))
         if structure is not None:
             mass = within_set_mass(A, structure)
+            share = set_mate_share(A, structure)
             rows["mass_mean"].append(float(mass.mean()))
             rows["mass_min"].append(float(mass.min()))
+            rows["topc_rows"].append(int(topc_rows(_logits(theta, gram), structure).sum()))
+            rows["share_mean"].append(float(share.mean()))
+            rows["share_min"].append(float(share.min()))
         else:
-            rows["mass_mean"].append(np.nan)
-            rows["mass_min"].append(np.nan)
+            for key in ("mass_mean", "mass_min", "topc_rows", "share_mean", "share_min"):
+                rows[key].append(np.nan)
         rows["row_sums"].append(_logits(theta, gram).sum(axis=1))
         rows["A"].append(A.copy())
 
@@ -230,6 +246,8 @@ class TrainResult:
         return {
             "status": t.status,
             "steps": int(t.steps_done),
+            "diagonal": self.config.diagonal,
+            **association_summary(t, self.config.D, ASSOCIATION_EPS),
             "within_mass_initial": float(t.mass_mean[0]) if t.steps.size else None,
             "within_mass_mean": float(t.mass_mean[last]) if t.steps.size else None,
             "within_mass_min": float(t.mass_min[last]) if t.steps.size else None,
@@ -249,7 +267,7 @@ class TrainResult:
 
     def save(self, folder: str | Path) -> Path:
         t = self.trajectory
-        arrays = {k: getattr(t, k) for k in Trajectory.ARRAYS}
+        arrays = {k: getattr(t, k) for k in Trajectory.ARRAYS if getattr(t, k) is not None}
         arrays.update(v=t.v, theta=t.theta, w_star=self.w_star, sets=self.structure.sets)
         metrics = self.summary()
         metrics["structure_kind"] = self.structure.kind
@@ -260,13 +278,33 @@ class TrainResult:
     def load(cls, folder: str | Path) -> "TrainResult":
         config, metrics, arrays = load_folder(folder)
         cfg = Config.from_dict(config)
-        traj = Trajectory(**{k: arrays[k] for k in Trajectory.ARRAYS}, v=arrays["v"],
+        traj = Trajectory(**{k: arrays.get(k) for k in Trajectory.ARRAYS}, v=arrays["v"],
                           theta=arrays["theta"], status=metrics["status"],
                           steps_done=int(metrics["steps"]), gram=cfg.param == "gram")
         return cls(config=cfg, seed=int(metrics["seed"]),
                    structure=Structure(arrays["sets"], metrics.get("structure_kind", "custom")),
                    w_star=arrays["w_star"], trajectory=traj, seconds=float(metrics["seconds"]),
                    timings=metrics.get("timings", {}))
+
+
+def association_summary(t: Trajectory, D: int, eps: float) -> dict:
+    """The association metrics of the last and first recorded steps (SPEC section 3).
+
+    ``topc_rows`` (rows passing Def. 2.2, of ``D``), ``topc`` (all rows pass), ``share_mean``,
+    ``share_min``, ``share_initial`` (mean share at step 0), ``associated`` (topc and
+    share_min >= 1 - eps) and ``eps``. ``None`` where nothing was recorded (or, for results
+    saved before these metrics existed, where they are missing).
+    """
+    out = {"topc_rows": None, "topc": None, "share_mean": None, "share_min": None,
+           "share_initial": None, "associated": None, "eps": float(eps), "D": int(D)}
+    if t.topc_rows is None or t.steps.size == 0 or not np.isfinite(t.topc_rows[-1]):
+        return out
+    rows = int(t.topc_rows[-1])
+    share_min = float(t.share_min[-1])
+    out.update(topc_rows=rows, topc=rows == D, share_mean=float(t.share_mean[-1]),
+               share_min=share_min, share_initial=float(t.share_mean[0]),
+               associated=bool(rows == D and share_min >= 1.0 - eps))
+    return out
 
 
 def _row_sum_drift(row_sums: np.ndarray) -> float:

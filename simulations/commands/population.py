@@ -101,16 +101,38 @@ def run(ctx) -> dict:
     return summary
 
 
+def phases_line(s: dict) -> str:
+    """The phases of the proof in one line (SPEC section 3)."""
+    ph = s.get("phases") or {}
+    if ph.get("t_alpha") is None:
+        return "  phases: not available"
+    ts = ph.get("t_share")
+    order = {True: "alpha first, as in the paper", False: "NOT the paper's order (share first)",
+             None: "order undefined"}[ph.get("alpha_first")]
+    return (f"  phases: t_alpha = {ph['t_alpha']} (alpha at half its final "
+            f"{ph['alpha_final']:.3g}), t_share = {ts if ts is not None else 'n/a'} (share half "
+            f"way {ph['share_start']:.3f} -> {ph['share_final']:.3f}); {order}; max |change of "
+            f"A| before t_alpha {ph['attention_change_before_t_alpha']:.2g} (by the end "
+            f"{ph['attention_change_total']:.2g})")
+
+
 def render(s: dict) -> str:
+    from .train import association_line
     lines = [f"population dynamics {s['status']} after {s['steps']} steps "
-             f"({s['seconds']:.1f} s); results in {s['out']}",
-             f"  within-set mass: {s['within_mass_initial']:.3f} -> {s['within_mass_mean']:.4f}",
+             f"({s['seconds']:.1f} s, diagonal {s.get('diagonal', 'trained')}); results in "
+             f"{s['out']}",
+             association_line(s),
+             phases_line(s),
+             f"  within-set mass (descriptive; counts A_ii): {s['within_mass_initial']:.3f} -> "
+             f"{s['within_mass_mean']:.4f}",
              f"  population loss {s['loss']:.4g}, error {s['error']:.4g} "
              f"(Bayes error {s['bayes_error']:.4g}, ratio {s['error_over_bayes']:.4f})"
              if s.get("error_over_bayes") is not None else
              f"  population loss {s['loss']:.4g}, error {s['error']:.4g}",
              f"  alpha {s['alpha']:.4f}, gaps a-c {s['gap_ac']:.4f}, b-c {s['gap_bc']:.4f}, "
-             f"row sum {s['row_sum']:.6g} (drift {s['row_sum_drift']:.1e})"]
+             f"row sum {s['row_sum']:.6g} (drift {s['row_sum_drift']:.1e}"
+             + ("; not conserved with a fixed diagonal)" if s.get("diagonal") == "fixed"
+                else ")")]
     conv = s.get("convergence")
     if conv:
         dists = ", ".join(f"N={n}: {d:.3g}" for n, d in zip(conv["Ns"], conv["mean_distance"]))

@@ -21,9 +21,11 @@ def write_figures(result: TrainResult, folder: Path) -> list[str]:
     from patchassoc.figures import attention_maps, training_curves
 
     t = result.trajectory
-    paths = attention_maps.save(t.A, t.steps, result.structure, folder, mass=t.mass_mean,
+    cfg = result.config
+    paths = attention_maps.save(t.A, t.steps, result.structure, folder,
+                                mass=t.share_mean if t.share_mean is not None else t.mass_mean,
                                 title=f"Attention maps during sampled-data training "
-                                      f"({result.config.param}, N={result.config.n_train})")
+                                      f"({cfg.param}, diagonal {cfg.diagonal}, N={cfg.n_train})")
     paths += training_curves.save(result, folder)
     return [str(p) for p in paths]
 
@@ -49,15 +51,29 @@ def run(ctx) -> dict:
     return summary
 
 
+def association_line(s: dict) -> str:
+    """One line with the paper's association metrics of a summary (SPEC section 3)."""
+    if s.get("topc_rows") is None:
+        return "  association metrics: not recorded"
+    verdict = "associated" if s["associated"] else "NOT associated"
+    return (f"  Def. 2.2 (top-C = own set): {s['topc_rows']}/{s['D']} rows; set-mate share "
+            f"{s['share_initial']:.3f} -> mean {s['share_mean']:.3f}, min {s['share_min']:.3f}; "
+            f"{verdict} at eps = {s['eps']:g}")
+
+
 def render(summary: dict) -> str:
     lines = [f"training {summary['status']} after {summary['steps']} steps "
-             f"({summary['seconds']:.1f} s); results in {summary['out']}",
-             f"  within-set mass: {summary['within_mass_initial']:.3f} -> mean "
-             f"{summary['within_mass_mean']:.3f}, min {summary['within_mass_min']:.3f}",
+             f"({summary['seconds']:.1f} s, diagonal {summary.get('diagonal', 'trained')}); "
+             f"results in {summary['out']}",
+             association_line(summary),
+             f"  within-set mass (descriptive; counts A_ii): {summary['within_mass_initial']:.3f}"
+             f" -> mean {summary['within_mass_mean']:.3f}, min {summary['within_mass_min']:.3f}",
              f"  train loss {summary['train_loss']:.3g}, train error {summary['train_error']:.4f}, "
              f"test error {summary['test_error']:.4f}",
              f"  alpha = <v, w*> = {summary['alpha']:.3f}, ||v_perp|| = {summary['v_perp_norm']:.3f}",
-             f"  row sums of Q drift (relative): {summary['row_sum_drift']:.2e}"]
+             f"  row sums of Q drift (relative): {summary['row_sum_drift']:.2e}"
+             + (" (not conserved with a fixed diagonal: each step adds eta_Q g_ii to row i)"
+                if summary.get("diagonal") == "fixed" else " (conserved)")]
     rec = summary.get("structure_recovery")
     if rec:
         lines.append(f"  structure recovery from A: ARI {rec['ari_top_c']:.3f} (top-C), "

@@ -16,8 +16,23 @@ same scales. The start matches a sampled run of the same seed: alpha0 = <v0, w*>
 drawn exactly as :func:`patchassoc.simulations.train.train` draws them, Q0 = kappa I (P0 = sqrt(kappa) I).
 
 Recorded at log-spaced steps: population loss and error, alpha, the logits and attention
-values, within-set mass (mean = min: all rows are alike), the gaps a - c and b - c, the
-conserved row sum a + (C-1) b + (D-C) c, and the truncation bound (0 when exact).
+values, the paper's association metrics (SPEC section 3, in closed form for invariant logits:
+rows passing Def. 2.2, D or 0, and the set-mate share, the same in every row; ``associated`` at
+eps = ``ASSOCIATION_EPS`` = 0.1, the level SPEC declares for population runs), the within-set
+mass (a description only), the gaps a - c and b - c, the row sum a + (C-1) b + (D-C) c, and the
+truncation bound (0 when exact).
+
+Phases of the proof (SPEC section 3; the paper's alpha, then gamma versus rho). alpha, the share
+and the attention values (Pd, Qs, R) are also kept at every step (``per_step``), and
+:func:`phases` reads from them
+
+- t_alpha: the first step where alpha reaches half its final value;
+- t_share: the first step where the share has covered half the way from its start to its final
+  value;
+- the largest change of the attention values, max |A_ij(t) - A_ij(0)|, over the steps before
+  t_alpha (and, for scale, at the end).
+
+The paper's order is t_alpha first, with the attention nearly still, then t_share.
 
 References
 ----------
@@ -33,6 +48,7 @@ from typing import Sequence
 
 import numpy as np
 
+from patchassoc.theory.association import invariant_association
 from patchassoc.theory.config import Config
 from patchassoc.theory.invariant import attention_values, entry_counts, gram_to_logits, invariant_attention
 from patchassoc.theory.invariant import row_sum
@@ -45,7 +61,12 @@ from ..train import initial_parameters, record_steps
 from .exact import MAX_CONFIGURATIONS, bayes_error, check_problem, evaluate, evaluate_gram
 
 __all__ = ["PopulationTrajectory", "PopulationResult", "population_descent", "run_population",
-           "initial_point"]
+           "initial_point", "phases", "ASSOCIATION_EPS", "PER_STEP"]
+
+#: Level eps at which population runs report association (SPEC section 3: 0.1).
+ASSOCIATION_EPS = 0.1
+#: Columns of ``PopulationTrajectory.per_step`` (one row per step 0..steps_done).
+PER_STEP = ("alpha", "share", "Pd", "Qs", "R")
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,9 +98,13 @@ class PopulationTrajectory:
     status: str
     steps_done: int
     param: str = "logits"
+    topc_rows: np.ndarray | None = None
+    share: np.ndarray | None = None
+    per_step: np.ndarray | None = None
 
     ARRAYS = ("steps", "loss", "error", "alpha", "a", "b", "c", "coords", "Pd", "Qs", "R",
-              "mass_mean", "mass_min", "gap_ac", "gap_bc", "row_sum", "bound", "grad_norm")
+              "mass_mean", "mass_min", "gap_ac", "gap_bc", "row_sum", "bound", "grad_norm",
+              "topc_rows", "share", "per_step")
 
     def attention(self, structure: Structure, index: int = -1) -> np.ndarray:
         """The D x D attention matrix rebuilt from (a, b, c) at recorded step ``index``."""
@@ -156,10 +181,14 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
                     and np.all(np.isfinite(g_th))):
                 status = f"non-finite at step {step}"
                 break
+            a, b, c = logits(theta)
+            Pd, Qs, R = attention_values(a, b, c, L, C)
+            assoc = invariant_association(a, b, c, L, C, eps=ASSOCIATION_EPS)
+            rows["per_step"].append((alpha, assoc.share_mean, Pd, Qs, R))
             if step in record_set or step == steps:
-                a, b, c = logits(theta)
-                Pd, Qs, R = attention_values(a, b, c, L, C)
                 mass = Pd + (C - 1) * Qs
+                rows["topc_rows"].append(assoc.topc_rows)
+                rows["share"].append(assoc.share_mean)
                 rows["steps"].append(step)
                 rows["loss"].append(ev.risk)
                 rows["error"].append(ev.error)
@@ -193,7 +222,54 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
               for k, v in rows.items()}
     if not rows["coords"]:
         arrays["coords"] = np.zeros((0, 3))
+    if not rows["per_step"]:
+        arrays["per_step"] = np.zeros((0, len(PER_STEP)))
     return PopulationTrajectory(**arrays, status=status, steps_done=step, param=param)
+
+
+def phases(per_step: np.ndarray | None, L: int, C: int) -> dict:
+    """The phase times of a population run from its per-step (alpha, share, Pd, Qs, R).
+
+    Returns
+    -------
+    dict
+        ``t_alpha``: first step with alpha at or past half its final value (``None`` when the
+        final alpha is 0); ``t_share``: first step where the share has covered half the way from
+        its start to its final value (``None`` when it did not move); ``attention_change_before_
+        t_alpha``: max over steps t < t_alpha of max_ij |A_ij(t) - A_ij(0)| (0 when t_alpha = 0);
+        ``attention_change_total``: the same at the last step; ``alpha_first``: t_alpha <
+        t_share, the paper's order (``None`` when either is undefined); ``share_start``,
+        ``share_final``, ``alpha_final``.
+
+    References
+    ----------
+    SPEC section 3 (phases); PAPER.md (the proof's phases I-III).
+    """
+    out = {"t_alpha": None, "t_share": None, "attention_change_before_t_alpha": None,
+           "attention_change_total": None, "alpha_first": None, "alpha_final": None,
+           "share_start": None, "share_final": None}
+    if per_step is None or len(per_step) == 0:
+        return out
+    per_step = np.asarray(per_step, dtype=np.float64)
+    alpha, share = per_step[:, 0], per_step[:, 1]
+    # attention values of the entry classes that exist (no same-set entries when C = 1, ...)
+    present = [k for k, n in enumerate(entry_counts(L, C)) if n]
+    vals = per_step[:, 2:5][:, present]
+    change = np.max(np.abs(vals - vals[0]), axis=1)
+    aT, s0, sT = float(alpha[-1]), float(share[0]), float(share[-1])
+    out.update(alpha_final=aT, share_start=s0, share_final=sT,
+               attention_change_total=float(change[-1]))
+    if aT != 0.0:
+        reached = np.sign(aT) * (alpha - aT / 2) >= 0
+        t_alpha = int(np.argmax(reached))
+        out["t_alpha"] = t_alpha
+        out["attention_change_before_t_alpha"] = float(change[:t_alpha].max()) if t_alpha else 0.0
+    if abs(sT - s0) > 1e-12:
+        covered = (share - s0) / (sT - s0) >= 0.5
+        out["t_share"] = int(np.argmax(covered))
+    if out["t_alpha"] is not None and out["t_share"] is not None:
+        out["alpha_first"] = bool(out["t_alpha"] < out["t_share"])
+    return out
 
 
 def initial_point(config: Config, seed: int) -> tuple[float, np.ndarray, Structure]:
@@ -235,10 +311,24 @@ class PopulationResult:
 
         rs = t.row_sum
         drift = float(np.max(np.abs(rs - rs[0])) / max(1.0, abs(rs[0]))) if has else None
+        if has and t.topc_rows is not None:
+            D = self.config.D
+            rows_, share_ = int(t.topc_rows[last]), float(t.share[last])
+            assoc = {"topc_rows": rows_, "topc": rows_ == D, "share_mean": share_,
+                     "share_min": share_, "share_initial": float(t.share[0]),
+                     "associated": bool(rows_ == D and share_ >= 1.0 - ASSOCIATION_EPS)}
+        else:
+            assoc = {k: None for k in ("topc_rows", "topc", "share_mean", "share_min",
+                                       "share_initial", "associated")}
         return {
             "status": t.status,
             "steps": int(t.steps_done),
             "param": t.param,
+            "diagonal": self.config.diagonal,
+            **assoc,
+            "eps": ASSOCIATION_EPS,
+            "D": int(self.config.D),
+            "phases": phases(t.per_step, self.config.L, self.config.C),
             "within_mass_initial": float(t.mass_mean[0]) if has else None,
             "within_mass_mean": val(t.mass_mean),
             "within_mass_min": val(t.mass_min),
@@ -262,7 +352,8 @@ class PopulationResult:
 
     def save(self, folder: str | Path) -> Path:
         t = self.trajectory
-        arrays = {k: getattr(t, k) for k in PopulationTrajectory.ARRAYS}
+        arrays = {k: getattr(t, k) for k in PopulationTrajectory.ARRAYS
+                  if getattr(t, k) is not None}
         arrays["sets"] = self.structure.sets
         metrics = self.summary()
         metrics["structure_kind"] = self.structure.kind
@@ -272,7 +363,7 @@ class PopulationResult:
     def load(cls, folder: str | Path) -> "PopulationResult":
         config, metrics, arrays = load_folder(folder)
         cfg = Config.from_dict(config)
-        traj = PopulationTrajectory(**{k: arrays[k] for k in PopulationTrajectory.ARRAYS},
+        traj = PopulationTrajectory(**{k: arrays.get(k) for k in PopulationTrajectory.ARRAYS},
                                     status=metrics["status"], steps_done=int(metrics["steps"]),
                                     param=metrics.get("param", "logits"))
         return cls(config=cfg, seed=int(metrics["seed"]),

@@ -67,3 +67,46 @@ def test_fixed_diagonal_refused_for_gram():
     with pytest.raises(ValueError, match="needs param='logits'"):
         population_descent(2, 2, 0.3, 5, 0.03, 0.1, (1.0, 0.0, 0.0), eta_v=0.1, eta_Q=1.0,
                            steps=1, at=[0], param="gram", diagonal="fixed")
+
+
+# -- association metrics and phases of population runs (SPEC section 3) ------------------------
+def test_population_records_the_closed_form_association():
+    from patchassoc.theory.association import associate
+    from patchassoc.theory.invariant import invariant_attention
+    cfg = preset("tiny", diagonal="fixed", eta_Q=200.0)
+    r = run_population(cfg, seed=2, steps=60, records=6)
+    t, S = r.trajectory, r.structure
+    for k in range(len(t.steps)):
+        Q = invariant_logits(t.a[k], t.b[k], t.c[k], S)
+        ref = associate(Q, S, kind="logits", eps=0.1)
+        assert t.topc_rows[k] == ref.topc_rows
+        assert abs(t.share[k] - ref.share_min) <= 1e-12
+        assert abs(t.share[k] - ref.share_mean) <= 1e-12
+    assert t.per_step.shape == (61, 5)
+    # per-step columns agree with the recorded steps
+    assert np.array_equal(t.per_step[t.steps, 0], t.alpha)
+    assert np.array_equal(t.per_step[t.steps, 1], t.share)
+    s = r.summary()
+    assert s["eps"] == 0.1 and s["topc_rows"] == int(t.topc_rows[-1])
+
+
+def test_phases_on_a_hand_made_trajectory():
+    from patchassoc.simulations.population.dynamics import phases
+    alpha = np.array([0.0, 0.1, 0.3, 0.6, 0.9, 1.0, 1.0, 1.0])
+    share = np.array([0.2, 0.2, 0.2, 0.21, 0.3, 0.65, 0.9, 1.0])
+    Pd = np.array([0.5, 0.5, 0.49, 0.48, 0.4, 0.3, 0.2, 0.1])
+    Qs = 0.1 + (0.5 - Pd) / 3
+    R = np.full(8, 0.05)
+    ph = phases(np.column_stack([alpha, share, Pd, Qs, R]), L=2, C=4)
+    assert ph["t_alpha"] == 3                      # first alpha >= 0.5
+    assert ph["t_share"] == 5                      # first share >= 0.2 + 0.8 / 2
+    assert ph["alpha_first"] is True
+    assert ph["attention_change_before_t_alpha"] == pytest.approx(0.01, abs=1e-15)
+    assert ph["attention_change_total"] == pytest.approx(0.4, abs=1e-15)
+    # a share that never moves has no t_share; a final alpha of 0 has no t_alpha
+    still = phases(np.column_stack([alpha, np.full(8, 0.2), Pd, Qs, R]), L=2, C=4)
+    assert still["t_share"] is None and still["alpha_first"] is None
+    assert phases(np.column_stack([0 * alpha, share, Pd, Qs, R]), 2, 4)["t_alpha"] is None
+    # a negative final alpha: "reaches half" means at or below half
+    neg = phases(np.column_stack([-alpha, share, Pd, Qs, R]), L=2, C=4)
+    assert neg["t_alpha"] == 3

@@ -134,3 +134,38 @@ def test_fixed_diagonal_is_refused_for_the_gram_form():
     with pytest.raises(ValueError, match="free logits"):
         gradient_descent(data, np.eye(S.D), v0, p=5, nu=0.03, eta_v=0.1, eta_Q=1.0, steps=1,
                          at=[0], w_star=w, gram=True, diagonal="fixed")
+
+
+# -- the paper's association metrics in the trajectory (SPEC section 3) -------------------------
+def test_recorded_association_metrics_are_the_metrics_of_the_recorded_matrices(tiny_run):
+    from patchassoc.theory.association import associate, set_mate_share, topc_rows
+    t, S = tiny_run.trajectory, tiny_run.structure
+    assert t.topc_rows.shape == t.steps.shape == t.share_mean.shape == t.share_min.shape
+    for k in (0, len(t.steps) - 1):
+        share = set_mate_share(t.A[k], S)
+        assert t.share_mean[k] == share.mean() and t.share_min[k] == share.min()
+    # step 0: Q0 = kappa I ties every off-diagonal entry, so no row passes Def. 2.2
+    assert t.topc_rows[0] == 0
+    assert t.share_mean[0] == pytest.approx((S.C - 1) / (S.D - 1), abs=1e-12)
+    # the last record ranks the final logits
+    assert t.topc_rows[-1] == topc_rows(t.Q, S).sum()
+    s = tiny_run.summary()
+    ref = associate(t.Q, S, kind="logits", eps=0.25)
+    assert (s["topc_rows"], s["topc"], s["associated"]) == (ref.topc_rows, ref.topc,
+                                                            ref.associated)
+    assert s["share_min"] == pytest.approx(ref.share_min, abs=1e-12)
+    assert s["eps"] == 0.25 and s["D"] == S.D
+
+
+def test_summary_of_a_result_saved_without_the_association_metrics(tiny_run, tmp_path):
+    """Result folders written before the metrics existed still load; the metrics read None."""
+    import numpy as np
+    from patchassoc.simulations.results import load_folder, save_folder
+    tiny_run.save(tmp_path / "run")
+    config, metrics, arrays = load_folder(tmp_path / "run")
+    for k in ("topc_rows", "share_mean", "share_min"):
+        arrays.pop(k)
+    save_folder(tmp_path / "old", config, metrics, arrays)
+    s = TrainResult.load(tmp_path / "old").summary()
+    assert s["topc_rows"] is None and s["associated"] is None
+    assert s["within_mass_mean"] == tiny_run.summary()["within_mass_mean"]
