@@ -44,30 +44,45 @@ def _f(x, fmt=".3f") -> str:
     return "n/a" if x is None else format(float(x), fmt)
 
 
+def _association_sentence(s: dict) -> str:
+    """The paper's association metrics of a run summary, read from its numbers (SPEC section 3)."""
+    if s.get("topc_rows") is None:
+        return "The association metrics of SPEC section 3 were not recorded for this run."
+    D, eps = s.get("D"), s.get("eps")
+    verdict = ("so the run is associated" if s.get("associated") else
+               "so the run is NOT associated")
+    return (f"Paper Def. 2.2 (the C largest logits of row i are exactly its set) holds in "
+            f"{s['topc_rows']} of {D} rows; the set-mate share (attention leaving patch i that "
+            f"lands on its own set) goes from {_f(s.get('share_initial'))} to "
+            f"{_f(s.get('share_mean'))} on average and {_f(s.get('share_min'))} at the worst "
+            f"patch; association at eps = {_f(eps, 'g')} needs Def. 2.2 in every row and a share "
+            f">= {_f(1 - eps, 'g') if eps is not None else 'n/a'}, {verdict}.")
+
+
 def _train_reading(s: dict, label: str) -> dict[str, str]:
     rec = s.get("structure_recovery") or {}
     cfg = s.get("config", {})
     common = (f"{label}: d = {cfg.get('d')}, L = {cfg.get('L')} sets of C = {cfg.get('C')} "
-              f"patches, N = {cfg.get('n_train')} training samples, {s.get('steps')} steps.")
+              f"patches, N = {cfg.get('n_train')} training samples, {s.get('steps')} steps, "
+              f"diagonal of Q {cfg.get('diagonal', 'trained')}.")
+    assoc = _association_sentence(s)
     return {
         "attention_maps": (
             f"{common} Each column is the attention matrix A = softmax(Q) at one step; the top row "
             f"uses the natural patch order, the bottom row reorders patches so that each hidden "
-            f"set is contiguous. Training starts from Q0 = kappa I (every patch attends mostly to "
-            f"itself; within-set mass {_f(s.get('within_mass_initial'))}) and ends with C x C "
-            f"blocks on the diagonal of the reordered map: within-set mass "
-            f"{_f(s.get('within_mass_mean'))} on average and {_f(s.get('within_mass_min'))} at "
-            f"the worst patch. The sets read back from the final A match the true partition with "
-            f"adjusted Rand index {_f(rec.get('ari_top_c'))} (top-C) and "
-            f"{_f(rec.get('ari_spectral'))} (spectral)."),
+            f"set is contiguous; each title gives the rows passing Def. 2.2 and the set-mate "
+            f"share. Training starts from Q0 = kappa I. {assoc} The within-set mass, which also "
+            f"counts A_ii and is only a description, goes from "
+            f"{_f(s.get('within_mass_initial'))} to {_f(s.get('within_mass_mean'))}. The sets "
+            f"read back from the final A match the true partition with adjusted Rand index "
+            f"{_f(rec.get('ari_top_c'))} (top-C) and {_f(rec.get('ari_spectral'))} (spectral)."),
         "training_curves": (
-            f"{common} Left: the training loss falls to {_f(s.get('train_loss'), '.2g')} while "
-            f"the test error on a fresh sample ends at {_pct(s.get('test_error'))}. Middle: "
-            f"alpha = <v, w*> grows to {_f(s.get('alpha'))} while the part of v orthogonal to "
-            f"the feature, which can only fit noise, stays at {_f(s.get('v_perp_norm'))}. Right: "
-            f"the within-set attention mass leaves its initial value once alpha is large enough "
-            f"and ends at {_f(s.get('within_mass_mean'))} (mean) / "
-            f"{_f(s.get('within_mass_min'))} (min); the dotted line is uniform attention, C/D."),
+            f"{common} Left: the training loss ends at {_f(s.get('train_loss'), '.2g')} and the "
+            f"test error on a fresh sample at {_pct(s.get('test_error'))}. Middle: alpha = "
+            f"<v, w*> ends at {_f(s.get('alpha'))} and the part of v orthogonal to the feature, "
+            f"which can only fit noise, at {_f(s.get('v_perp_norm'))}. Right: {assoc} The "
+            f"dotted lines are uniform attention's share (C-1)/(D-1) and the level 1 - eps; the "
+            f"faint grey curve is the within-set mass."),
     }
 
 
@@ -75,32 +90,55 @@ def _locality_reading(s: dict) -> dict[str, str]:
     out = _train_reading(s, "Square-window sets on the patch grid")
     out["locality"] = (
         f"Each panel draws one query patch's attention row over the image's patch grid (star: the "
-        f"query; box: its window). At the start the patch attends to itself; by the end of "
-        f"training its attention covers its spatial neighbourhood (mean within-window mass "
-        f"{_f(s.get('within_mass_mean'))}, min {_f(s.get('within_mass_min'))}). The model was "
-        f"never told which patches are neighbours: attention became local because the data's "
-        f"structure is local, which is how ViTs come to attend locally on images.")
+        f"query; box: its window). At the start the patch attends to itself. By the end, the "
+        f"share of the attention leaving the query that lands inside its window is "
+        f"{_f(s.get('share_mean'))} on average and {_f(s.get('share_min'))} at the worst patch "
+        f"(uniform attention would give (C-1)/(D-1)), and Def. 2.2 holds in "
+        f"{s.get('topc_rows', 'n/a')} of {s.get('D', 'n/a')} rows. The model was never told "
+        f"which patches are neighbours.")
     return out
+
+
+def _phases_sentence(s: dict) -> str:
+    ph = s.get("phases") or {}
+    if ph.get("t_alpha") is None:
+        return "The phase times are not available for this run."
+    ts = ph.get("t_share")
+    if ph.get("alpha_first") is None:
+        order = "the share did not move, so the order of the phases is undefined"
+    elif ph["alpha_first"]:
+        order = "alpha comes first, as in the paper's proof"
+    else:
+        order = "the share moves first, which is NOT the order of the paper's proof"
+    return (f"Phases (shaded): alpha reaches half its final value {_f(ph.get('alpha_final'))} "
+            f"at step t_alpha = {ph['t_alpha']}, and the share covers half its way from "
+            f"{_f(ph.get('share_start'))} to {_f(ph.get('share_final'))} at step t_share = "
+            f"{ts if ts is not None else 'n/a'}: {order}. Before t_alpha no attention weight "
+            f"moved by more than {_f(ph.get('attention_change_before_t_alpha'), '.2g')} (by the "
+            f"end: {_f(ph.get('attention_change_total'), '.2g')}).")
 
 
 def _population_reading(s: dict) -> dict[str, str]:
     conv = s.get("convergence") or {}
     cfg = s.get("config", {})
     ratio = s.get("error_over_bayes")
+    fixed = s.get("diagonal") == "fixed"
+    row_sum = (f"With the diagonal fixed, the row sum a + (C-1)b + (D-C)c is not conserved "
+               f"(each step adds eta_Q (dR/da)/D); it moved by {_f(s.get('row_sum_drift'), '.2g')}"
+               f" (relative)." if fixed else
+               f"The row sum a + (C-1)b + (D-C)c, conserved in exact arithmetic, drifted by "
+               f"{_f(s.get('row_sum_drift'), '.1e')} (relative).")
     out = {
         "population_attention_maps": (
             f"The exact population dynamics (no sampling: the expectation is a finite sum over "
             f"multisets of noise-set states) for d = {cfg.get('d')}, L = {cfg.get('L')}, "
-            f"C = {cfg.get('C')}. Because the structure group maps the risk to itself, a "
-            f"G-invariant start stays G-invariant, so the whole D x D attention is rebuilt from "
-            f"three logits (a, b, c). The maps show attention moving from the diagonal to the "
-            f"sets: within-set mass {_f(s.get('within_mass_initial'))} -> "
-            f"{_f(s.get('within_mass_mean'), '.4f')} after {s.get('steps')} steps."),
+            f"C = {cfg.get('C')}, diagonal {cfg.get('diagonal', 'trained')}. Because the "
+            f"structure group maps the risk to itself, a G-invariant start stays G-invariant, so "
+            f"the whole D x D attention is rebuilt from three logits (a, b, c). After "
+            f"{s.get('steps')} steps: {_association_sentence(s)}"),
         "population_dynamics": (
-            f"The four population coordinates against the step. alpha = <v, w*> grows first; "
-            f"then the within-set logit gap b - c opens (final a - c = {_f(s.get('gap_ac'))}, "
-            f"b - c = {_f(s.get('gap_bc'))}) while the conserved row sum a + (C-1)b + (D-C)c "
-            f"drifts by only {_f(s.get('row_sum_drift'), '.1e')} (relative). The population "
+            f"The population coordinates against the step (final a - c = {_f(s.get('gap_ac'))}, "
+            f"b - c = {_f(s.get('gap_bc'))}). {_phases_sentence(s)} {row_sum} The population "
             f"error ends at {_pct(s.get('error'))}, {_f(ratio, '.3f')} times the exact Bayes "
             f"error {_pct(s.get('bayes_error'))}."),
     }
