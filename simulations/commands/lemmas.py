@@ -1,7 +1,9 @@
 """``patchassoc lemmas``: prove the lemmas of SPEC section 4 with sympy and print the table.
 
-Each lemma (L1-L10, see :mod:`patchassoc.theory.lemmas`) is a symbolic proof; the command reports, for each,
-whether it was proved, how, and how long it took, and writes ``lemmas.json`` to the output folder.
+Each lemma (L1-L14, see :mod:`patchassoc.theory.lemmas`) is a symbolic proof; the command
+reports, for each, whether it was proved, whether the proof is general (symbolic sizes) or instance-only, its scope
+(the domain of a general proof, or the sizes checked), how many negative controls it ran, and how
+long it took, and writes ``lemmas.json`` to the output folder.
 It exits with status 1 if any lemma is not proved. ``--lemma L4`` (repeatable) proves a subset.
 The configuration options are accepted but unused: the proofs are symbolic.
 """
@@ -20,7 +22,7 @@ HELP = "prove the lemmas of the symmetry reduction (SPEC section 4) with sympy; 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--lemma", dest="lemmas", action="append", default=[], metavar="NAME",
-                        help="prove only this lemma (L1 ... L10; repeatable)")
+                        help="prove only this lemma (L1 ... L14; repeatable)")
     parser.add_argument("--no-write", action="store_true",
                         help="do not write lemmas.json to the output folder")
 
@@ -40,6 +42,9 @@ def prove(selection=None, log=None) -> dict:
     all_proved = bool(records) and all(r.proved for r in records)
     summary = {"lemmas": [r.to_dict() for r in records], "all_proved": all_proved,
                "n_proved": sum(r.proved for r in records), "n_lemmas": len(records),
+               "n_general": sum(r.proved and r.general for r in records),
+               "instance_only": [{"name": r.name, "scope": r.scope, "proved": r.proved}
+                                 for r in records if not r.general],
                "seconds": seconds}
     return summary
 
@@ -57,21 +62,32 @@ def run(ctx) -> dict:
 
 
 def render(summary: dict) -> str:
-    """An aligned table: name, proved, seconds, checks, title; then failures and the methods."""
-    rows = [("name", "proved", "seconds", "checks", "lemma")]
+    """An aligned table: name, proved, general, seconds, checks, controls, title, scope; then the
+    counts (general proofs apart from instance-only checks), failures and where the methods are."""
+    head = ("name", "proved", "general", "seconds", "checks", "controls", "lemma", "scope")
+    rows = [head]
     for r in summary["lemmas"]:
-        rows.append((r["name"], "yes" if r["proved"] else "NO", f"{r['seconds']:.2f}",
-                     str(r["checks"]), r["title"]))
-    widths = [max(len(row[k]) for row in rows) for k in range(4)]
+        rows.append((r["name"], "yes" if r["proved"] else "NO",
+                     "yes" if r.get("general") else "instance", f"{r['seconds']:.2f}",
+                     str(r["checks"]), str(r.get("controls", 0)), r["title"],
+                     r.get("scope") or "-"))
+    widths = [max(len(row[k]) for row in rows) for k in range(len(head))]
+    left = {0, 1, 2, 6, 7}
     lines = []
     for k, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) if c in (0, 1) else cell.rjust(w)
-                               for c, (cell, w) in enumerate(zip(row[:4], widths)))
-                     + "  " + row[4])
+        cells = [cell.ljust(w) if c in left else cell.rjust(w)
+                 for c, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
         if k == 0:
-            lines.append("-" * (sum(widths) + 8 + max(len(row[4]) for row in rows)))
-    lines.append(f"{summary['n_proved']}/{summary['n_lemmas']} proved in "
-                 f"{summary['seconds']:.1f} s")
+            lines.append("-" * min(len(lines[0]), 120))
+    instance = summary.get("instance_only") or []
+    line = f"{summary['n_proved']}/{summary['n_lemmas']} proved in {summary['seconds']:.1f} s"
+    if "n_general" in summary:
+        line += (f"; {summary['n_general']} general (symbolic sizes), {len(instance)} "
+                 "instance-only")
+    lines.append(line)
+    for item in instance:
+        lines.append(f"  {item['name']}: {item['scope'] or 'sizes not recorded'}")
     for r in summary["lemmas"]:
         if not r["proved"]:
             lines.append(f"{r['name']} not proved:")

@@ -1,5 +1,8 @@
 """The proved lemmas (patchassoc.theory.lemmas) and the ``lemmas`` command.
 
+The module fixture proves all 14 lemmas once (about 15 s of CPU); the other test files on the
+lemmas (test_lemmas_*.py) prove single lemmas or use the algebra directly.
+
 Every lemma must come out proved; the harness must refuse what it cannot prove (negative
 controls), and the symbolic checks must be discriminating: the same machinery reports a
 permutation outside G, or a missing relabelling, as not an identity (and a numeric evaluation
@@ -19,8 +22,9 @@ from patchassoc.theory import lemmas
 from patchassoc.theory.lemmas import _core, _symbolic as S
 from patchassoc.theory.lemmas.symmetry import commutant_dimension
 
-EXPECTED = [f"L{k}" for k in range(1, 11)]
-RECORD_KEYS = {"name", "statement", "method", "proved", "seconds"}
+EXPECTED = [f"L{k}" for k in range(1, 15)]
+RECORD_KEYS = {"name", "statement", "method", "proved", "seconds", "general", "scope",
+               "controls"}
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +52,7 @@ def test_L3_dimensions(records):
     d = records["L3"].details
     assert set(d["dimension"].values()) == {3}
     assert d["degenerate_dimension"] == {"1x1": 1, "1x2": 2, "1x3": 2, "2x1": 2, "3x1": 2}
+    assert d["orbitals"] == {"4x4": 3, "8x8": 3, "2x5": 3, "5x2": 3, "1x4": 2, "4x1": 2}
 
 
 def test_commutant_dimension_direct():
@@ -59,14 +64,15 @@ def test_commutant_dimension_direct():
 
 
 def test_L4_population_size(records):
-    assert records["L4"].details == {"group_order": 8, "patterns": 36}
+    assert records["L4"].details == {"group_order": 8, "patterns": 36,
+                                     "per_sample_generators_4x4": 15}
 
 
 def test_prove_by_name_and_errors():
     r = lemmas.prove("l7")
     assert r.name == "L7" and r.proved
     with pytest.raises(ValueError, match="unknown lemma"):
-        lemmas.prove("L11")
+        lemmas.prove("L15")
     with pytest.raises(ValueError, match="unknown lemma"):
         lemmas.prove_all(["L1", "nope"])
 
@@ -213,4 +219,6 @@ def test_reproduce_step(tmp_path, records, monkeypatch):
     monkeypatch.setattr(lemmas, "prove_all", cached)
     summary = cmd.reproduce_step(tmp_path, preset("tiny"), 0, True, False)
     assert summary["all_proved"] is True and summary["figures"] == []
-    assert json.loads((tmp_path / "lemmas.json").read_text())["n_proved"] == 10
+    saved = json.loads((tmp_path / "lemmas.json").read_text())
+    assert saved["n_proved"] == 14 and saved["n_general"] == 13
+    assert [item["name"] for item in saved["instance_only"]] == ["L4"]

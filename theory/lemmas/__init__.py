@@ -1,46 +1,60 @@
-"""The proved lemmas of SPEC section 4, each established with sympy.
+"""The lemmas of SPEC section 4, each established with sympy, most for symbolic sizes.
 
-Every lemma is a symbolic proof: either an expression that sympy reduces to exactly 0, or an
-exact symbolic computation with symbolic parameters at small (L, C) (an exact nullspace, a finite
-population summed over every pattern with symbolic probabilities and generic loss and activation
-functions). No floating-point number enters a proof; numeric spot checks of the same identities
-on the engines are the property tests (``tests/properties``).
+Every lemma is a symbolic proof: expressions that sympy reduces to exactly 0, or exact integer
+facts. No floating-point number enters a proof; numeric spot checks of the same identities on the
+engines are the property tests (``tests/properties``).
 
-=====  ==================================================================================
-L1     softmax Jacobian: da_i/dq_k = a_i (delta_ik - a_k); backprop a * (g - <a, g>)
-L2     sum_k dR/dQ_ik = 0 for any loss: gradient descent conserves the row sums of Q
-L3     invariant logits: the commutant of G is span(I, B - I, J - B), softmax has 3 values
-L4     R(Pi Q Pi^T) = R(Q) and grad_Q R(Pi Q Pi^T) = Pi grad_Q R(Q) Pi^T for Pi in G
-L5     closed form of z_i for invariant attention
-L6     reduced step sizes: per-entry gradient = reduced gradient / block size
-L7     odd symmetry f(-X) = -f(X) and the label symmetry (fix y = +1)
-L8     grad_v parallel to w* in the noiseless projection
-L9     output of the block-uniform solution A = B / C
-L10    uniform attention is a fixed point of the population dynamics of Q
-=====  ==================================================================================
+**General proofs** work in the algebra of invariant matrices (:mod:`.algebra`, lemma L14):
+L and C are positive integer symbols, D = L C, an invariant matrix is its coordinates (a, b, c)
+in the basis {I, B - I, J - B}, products use the structure constants (B^2 = C B,
+B J = J B = C J, J^2 = D J), functions of a matrix use the eigenspaces of dimensions 1, L - 1,
+D - L, and sums over patches are sympy sums over symbolic ranges. Each record says whether its
+proof is ``general`` and gives its ``scope`` (the domain, or the sizes of an instance-only check);
+each general proof also keeps instance cross-checks at fixed sizes and runs negative controls
+(perturbed identities that must not reduce to 0).
+
+=====  ========  ===========================================================================
+L1     general   softmax Jacobian: da_i/dq_k = a_i (delta_ik - a_k); backprop a * (g - <a, g>)
+L2     general   sum_k dR/dQ_ik = 0 for any loss: gradient descent conserves the row sums of Q
+L3     general   the commutant of G is span(I, B - I, J - B) (orbit count), softmax has 3 values
+L4     instance  R(Pi Q Pi^T) = R(Q), grad_Q R(Pi Q Pi^T) = Pi grad_Q R(Q) Pi^T for Pi in G
+L5     general   closed form of z_i for invariant attention
+L6     general   reduced step sizes: per-entry gradient = reduced gradient / block size
+L7     general   odd symmetry f(-X) = -f(X) and the label symmetry (fix y = +1)
+L8     general   grad_v parallel to w* in the noiseless projection
+L9     general   output of the block-uniform solution A = B / C
+L10    general   uniform attention is a fixed point of the population dynamics of Q
+L11    general   shifted blocks (Theorem 3.2): a row permutation of block-uniform, same f
+L12    general   the paper's parameterization: v = D v', Q = A / sqrt d, same trajectory
+L13    general   frozen diagonal: a fixed, (b, c) move; row sums are not conserved
+L14    general   the algebra span(I, B, J): structure constants, eigenspaces, exp
+=====  ========  ===========================================================================
 
 Usage::
 
     from patchassoc.theory.lemmas import prove_all
     records = prove_all()            # list of LemmaRecord, L1 first
-    all(r.proved for r in records)
+    all(r.proved for r in records), [r.name for r in records if not r.general]
 
 References
 ----------
-SPEC section 4; issue 4.
+SPEC section 4; issues 4 and 12.
 """
 from __future__ import annotations
 
 
 from ._core import REGISTRY, LemmaRecord, Proof, is_zero
 from .closed_forms import prove_L5, prove_L7, prove_L8, prove_L9
-from .dynamics import prove_L6, prove_L10
+from .constructions import prove_L11, prove_L12
+from .dynamics import prove_L6, prove_L10, prove_L13
+from .invariant_algebra import prove_L14
 from .softmax import prove_L1, prove_L2
 from .symmetry import prove_L3, prove_L4
 
 __all__ = ["LemmaRecord", "Proof", "is_zero", "LEMMAS", "names", "prove", "prove_all",
            "prove_L1", "prove_L2", "prove_L3", "prove_L4", "prove_L5", "prove_L6", "prove_L7",
-           "prove_L8", "prove_L9", "prove_L10"]
+           "prove_L8", "prove_L9", "prove_L10", "prove_L11", "prove_L12", "prove_L13",
+           "prove_L14"]
 
 
 def _order(name: str) -> int:
@@ -57,7 +71,7 @@ def names() -> list[str]:
 
 
 def prove(name: str) -> LemmaRecord:
-    """Prove one lemma by name (``"L1"`` ... ``"L10"``, case-insensitive)."""
+    """Prove one lemma by name (``"L1"`` ... ``"L14"``, case-insensitive)."""
     key = name.strip().upper()
     if key not in LEMMAS:
         raise ValueError(f"unknown lemma {name!r}; known: {', '.join(LEMMAS)}")

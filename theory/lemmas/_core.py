@@ -8,6 +8,14 @@ evaluation is never used: numeric spot checks belong to the property tests, not 
 
 A lemma is proved when it ran without error, made at least one check, and every check passed.
 
+A negative control (:meth:`Proof.control`) is a perturbed identity that must NOT reduce to 0 (and,
+when it has no generic function in it, must be non-zero at an exact rational point): it shows
+that the reductions used by the proof can fail. A control that vanishes fails the lemma.
+
+Every lemma declares its scope: ``general=True`` when the statement is proved for symbolic sizes
+(L, C, D, n as sympy symbols, ``scope`` naming the domain, e.g. "all L, C >= 1"), or
+``general=False`` when it is only verified at the fixed sizes listed in ``scope``.
+
 References
 ----------
 SPEC section 4; issue 4 (proved-lemmas layer).
@@ -20,8 +28,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 __all__ = ["LemmaRecord", "Proof", "lemma", "REGISTRY", "is_zero"]
+
+#: Functions a negative control may contain and still be evaluated at a rational point.
+_ELEMENTARY = (sp.exp, sp.log)
 
 #: Reductions tried, cheapest first, to show an expression is identically zero.
 _REDUCTIONS = ("structural", "expand", "cancel", "simplify")
@@ -77,6 +89,12 @@ class LemmaRecord:
         Descriptions of the checks that did not pass (empty when proved).
     error : str or None
         The exception that interrupted the proof, if any.
+    general : bool
+        Proved for symbolic sizes over the domain in ``scope`` (False: instance checks only).
+    scope : str
+        The domain of a general proof, or the sizes at which an instance-only lemma is verified.
+    controls : int
+        Number of negative controls (perturbed identities shown not to vanish).
     """
 
     name: str
@@ -89,6 +107,9 @@ class LemmaRecord:
     details: dict = field(default_factory=dict)
     failures: tuple = ()
     error: str | None = None
+    general: bool = False
+    scope: str = ""
+    controls: int = 0
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -101,6 +122,7 @@ class Proof:
 
     def __init__(self) -> None:
         self.checks = 0
+        self.controls = 0
         self.failures: list[str] = []
         self.details: dict = {}
 
@@ -122,6 +144,30 @@ class Proof:
                 return False
         return self.zero(lhs - rhs, what, up_to)
 
+    def control(self, expr, what: str, up_to: str = "simplify") -> bool:
+        """Negative control: ``expr`` (a perturbed identity's residual) must not reduce to 0.
+
+        When ``expr`` has no undefined function, it must also be non-zero at an exact rational
+        point (its free symbols set to 2/3, 3/4, 4/5, ... in sorted order; an index symbol of a
+        sum to its lower bound), so "not shown to vanish" is witnessed, not only failed.
+        """
+        self.controls += 1
+        if is_zero(expr, up_to):
+            self.failures.append(f"negative control vanished: {what}")
+            return False
+        exprs = list(expr) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
+        # a generic function (loss, activation) or a symbolic sum has no value at a point
+        if any(e.atoms(AppliedUndef) or e.atoms(sp.Indexed) or e.atoms(sp.Sum)
+               or any(type(fn) not in _ELEMENTARY for fn in e.atoms(sp.Function))
+               for e in exprs):
+            return True
+        symbols = sorted(set().union(*(e.free_symbols for e in exprs)), key=str)
+        point = {x: sp.Rational(k + 2, k + 3) for k, x in enumerate(symbols)}
+        if all(sp.simplify(e.xreplace(point)) == 0 for e in exprs):
+            self.failures.append(f"negative control is 0 at a rational point: {what}")
+            return False
+        return True
+
     def exact(self, ok: bool, what: str) -> bool:
         """Record an exact (integer, combinatorial) fact computed without rounding."""
         self.checks += 1
@@ -135,9 +181,13 @@ REGISTRY: dict[str, Callable[[], LemmaRecord]] = {}
 
 
 def lemma(name: str, title: str, statement: str, method: str,
-          registry: dict | None = REGISTRY):
+          registry: dict | None = REGISTRY, general: bool = False, scope: str = ""):
     """Register ``fn(proof)`` as lemma ``name`` in ``registry`` (the package's by default; None
-    registers nowhere); the decorated callable takes no argument and returns a record."""
+    registers nowhere); the decorated callable takes no argument and returns a record.
+
+    ``general``: the proof holds for symbolic sizes over ``scope``; otherwise ``scope`` lists the
+    sizes at which the lemma is verified.
+    """
 
     def decorate(fn: Callable[[Proof], None]) -> Callable[[], LemmaRecord]:
         def run() -> LemmaRecord:
@@ -153,11 +203,14 @@ def lemma(name: str, title: str, statement: str, method: str,
             return LemmaRecord(name=name, title=title, statement=statement, method=method,
                                proved=proved, seconds=seconds, checks=proof.checks,
                                details=proof.details, failures=tuple(proof.failures),
-                               error=error)
+                               error=error, general=general, scope=scope,
+                               controls=proof.controls)
 
         run.__name__ = f"prove_{name}"
         run.__doc__ = f"{name} ({title}): {statement}\n\nMethod: {method}"
         run.lemma_name = name
+        run.general = general
+        run.scope = scope
         if registry is not None:
             if name in registry:
                 raise RuntimeError(f"lemma {name} registered twice")

@@ -21,6 +21,7 @@ import sympy as sp
 
 from patchassoc.theory.structure import blocks
 
+from . import algebra as alg
 from ._core import Proof, lemma
 from ._symbolic import (act, act_odd, ell, exp_to_symbols, invariant_attention,
                         invariant_logits, model_terms, patterns, sets_of, softmax, strided,
@@ -49,12 +50,18 @@ def _sums(sets, x):
 @lemma("L5", "z_i for invariant A",
        "A = P I + Qs (B - I) + R (J - B): z_i = alpha [(P - Qs) s_i + (Qs - R) S_l(i) + R T] + "
        "[(P - Qs) n_i + (Qs - R) N_l(i) + R N_T] (the noise term has the same form in n_j)",
-       "symbolic P, Qs, R, alpha, s_j, n_j at (L, C) = "
+       "general: patches (l, c) with l < L, c < C symbolic; z_(l,c) = sum_{m<L} sum_{e<C} "
+       "A[(l,c),(m,e)] u[m,e] with the entries written with Kronecker deltas, summed by sympy over "
+       "the symbolic ranges, equals the closed form (S_l, T as symbolic sums) for u = s and u = n "
+       "(so for u = alpha s + n by linearity), also with P, Qs, R the softmax values of "
+       "a I + b (B-I) + c (J-B) (Z = e^a + (C-1) e^b + (D-C) e^c); instance cross-checks with "
+       "explicit matrices at (L, C) = "
        + ", ".join(f"({L},{C})" for L, C, _ in CLOSED_FORM_SIZES)
-       + ": z = A u minus the closed form expands to 0; also with P, Qs, R the softmax values "
-       "of Q = a I + b (B - I) + c (J - B) (cancel)")
+       + ": z = A u minus the closed form expands to 0, softmax values by cancel",
+       general=True, scope="all L, C >= 1")
 def prove_L5(proof: Proof) -> None:
     P, Qs, R, a, b, c = sp.symbols("P Q_s R a b c")
+    _general_L5(proof, P, Qs, R, a, b, c)
     for L, C, layout in CLOSED_FORM_SIZES:
         sets = _sets(L, C, layout)
         D = L * C
@@ -80,6 +87,99 @@ def prove_L5(proof: Proof) -> None:
                    up_to="cancel")
 
 
+def _invariant_entry(P, Qs, R):
+    """A[(l,c),(m,e)] of P I + Qs (B - I) + R (J - B), with Kronecker deltas."""
+    KD = sp.KroneckerDelta
+    l, c, m, e = alg.l_, alg.c_, alg.m_, alg.e_
+    return P * KD(l, m) * KD(c, e) + Qs * KD(l, m) * (1 - KD(c, e)) + R * (1 - KD(l, m))
+
+
+def _general_L5(proof: Proof, P, Qs, R, a, b, c) -> None:
+    Cs = alg.C
+    for name in ("s", "n"):
+        x = sp.IndexedBase(name)
+        z = alg.indexed_apply(_invariant_entry(P, Qs, R), x)
+        closed = ((P - Qs) * x[alg.l_, alg.c_] + (Qs - R) * alg.set_sum(x=x)
+                  + R * alg.total_sum(x))
+        proof.equal(z, alg.canon(closed), f"z_(l,c) closed form in {name}, symbolic L, C",
+                    up_to="expand")
+        if name == "s":
+            wrong = P * x[alg.l_, alg.c_] + (Qs - R) * alg.set_sum(x=x) + R * alg.total_sum(x)
+            proof.control(z - alg.canon(wrong), "negative control: P s_i instead of (P - Qs) s_i",
+                          up_to="expand")
+    soft = alg.Inv(a, b, c).softmax()
+    Z = sp.exp(a) + (Cs - 1) * sp.exp(b) + (alg.D - Cs) * sp.exp(c)
+    x = sp.IndexedBase("s")
+    z = alg.indexed_apply(_invariant_entry(*soft.coords), x)
+    closed = alg.canon((sp.exp(a) - sp.exp(b)) / Z * x[alg.l_, alg.c_]
+                       + (sp.exp(b) - sp.exp(c)) / Z * alg.set_sum(x=x)
+                       + sp.exp(c) / Z * alg.total_sum(x))
+    proof.zero(sp.cancel(sp.together(z - closed)), "z_(l,c) with the softmax values, symbolic L, C",
+               up_to="cancel")
+
+
+def _general_L9(proof: Proof, a, c, alpha) -> None:
+    Ls, Cs = alg.L, alg.C
+    soft = alg.Inv(a, a, c).softmax()
+    proof.equal(sp.limit(soft.a, c, -sp.oo), 1 / Cs, "P = Qs -> 1/C, symbolic L, C",
+                up_to="cancel")
+    proof.equal(sp.limit(soft.b, c, -sp.oo), 1 / Cs, "Qs -> 1/C, symbolic L, C", up_to="cancel")
+    proof.zero(sp.limit(soft.c, c, -sp.oo), "R -> 0, symbolic L, C", up_to="structural")
+    l, cc, e = alg.l_, alg.c_, alg.e_
+    s_, n_ = sp.IndexedBase("s"), sp.IndexedBase("n")
+    entry = sp.KroneckerDelta(l, alg.m_) / Cs
+    z = alg.indexed_apply(entry, s_) * alpha + alg.indexed_apply(entry, n_)
+    Sl, Nl = alg.set_sum(x=s_), alg.set_sum(x=n_)
+    proof.equal(z, alg.canon((alpha * Sl + Nl) / Cs), "z_(l,c) = (alpha S_l + N_l) / C",
+                up_to="expand")
+    proof.control(z - alg.canon((alpha * Sl + Nl) / alg.D),
+                  "negative control: z_(l,c) = (alpha S_l + N_l) / D", up_to="expand")
+    f = sp.Sum(sp.Sum(act(z), (cc, 0, Cs - 1)).doit(), (l, 0, Ls - 1))
+    closed = Cs * sp.Sum(act(alg.canon((alpha * Sl + Nl) / Cs)), (l, 0, Ls - 1))
+    proof.zero(sp.factor_terms(f - closed), "f = C sum_l act((alpha S_l + N_l) / C)",
+               up_to="expand")
+    y = sp.Symbol("y")
+    signal = alg.canon(sp.Sum(alpha * y + n_[l, e], (e, 0, Cs - 1)).doit() / Cs)
+    proof.equal(signal, alg.canon(alpha * y + Nl / Cs),
+                "signal set (s = y on C patches): z = alpha y + N_l*/C", up_to="expand")
+
+
+def _general_L7(proof: Proof) -> None:
+    Dn, d = sp.symbols("D d", integer=True, positive=True)
+    i, j, r = sp.symbols("i j r", integer=True, nonnegative=True)
+    A, X, v = sp.IndexedBase("A"), sp.IndexedBase("X"), sp.IndexedBase("v")
+
+    def f_of(sign):
+        z = sp.Sum(A[i, j] * sp.Sum(v[r] * sign * X[j, r], (r, 0, d - 1)), (j, 0, Dn - 1))
+        return sp.Sum(act_odd(alg.canon(z)), (i, 0, Dn - 1))
+
+    proof.zero(alg.canon(f_of(-1) + f_of(1)), "f(-X) = -f(X), symbolic D, d", up_to="expand")
+
+    def f_generic(sign):
+        z = sp.Sum(A[i, j] * sp.Sum(v[r] * sign * X[j, r], (r, 0, d - 1)), (j, 0, Dn - 1))
+        return sp.Sum(act(alg.canon(z)), (i, 0, Dn - 1))
+
+    proof.control(alg.canon(f_generic(-1) + f_generic(1)),
+                  "negative control: with a generic (not odd) activation f(-X) != -f(X)",
+                  up_to="expand")
+    # the pattern law: a product of even factors over the D - C patches outside the signal set
+    q, delta, y = sp.symbols("q delta y")
+    pdelta = 1 - q + delta ** 2 * (sp.Rational(3, 2) * q - 1)
+    proof.equal(pdelta.subs(delta, 1), q / 2, "p(+1) = q/2", up_to="expand")
+    proof.equal(pdelta.subs(delta, -1), q / 2, "p(-1) = q/2", up_to="expand")
+    proof.equal(pdelta.subs(delta, 0), 1 - q, "p(0) = 1 - q", up_to="expand")
+    dl = sp.IndexedBase("delta")
+    law = sp.Product(pdelta.subs(delta, dl[j]), (j, 0, alg.D - alg.C - 1)) / (2 * alg.L)
+    flipped = sp.Product(pdelta.subs(delta, -dl[j]), (j, 0, alg.D - alg.C - 1)) / (2 * alg.L)
+    proof.zero(flipped - law, "P(-y, l*, -delta) = P(y, l*, delta), symbolic L, C",
+               up_to="expand")
+    skewed = 1 - q + delta * (q - 1) + delta ** 2 * (q / 2 - 1)  # P(+1) = q/2 - ..., not even
+    proof.control(sp.Product(skewed.subs(delta, -dl[j]), (j, 0, alg.D - alg.C - 1))
+                  - sp.Product(skewed.subs(delta, dl[j]), (j, 0, alg.D - alg.C - 1)),
+                  "negative control: a sign-biased delta law is not flip-invariant",
+                  up_to="simplify")
+
+
 #: Structure of the finite population on which the label symmetry is proved.
 L7_STRUCTURE = (2, 2)
 #: Patches and dimension of the symbolic image on which f(-X) = -f(X) is proved.
@@ -90,11 +190,16 @@ L7_IMAGE = (4, 2)
        "act(-t) = -act(t) for act(t) = t^p + nu t, p odd; so f(-X) = -f(X) for all v, A; the law "
        "of (X, y) is invariant under (X, y) -> (-X, -y), so the margin law is the same given "
        "y = +1 or y = -1 and R = E[l(y f(X)) | y = +1]",
-       "p = 2k + 1 with a symbolic integer k >= 0 and symbolic nu (power bases expanded: exact "
-       "for integer exponents); f(-X) + f(X) = 0 for a symbolic image (D = 4, d = 2), symbolic v "
-       "and A and a generic odd activation; on the finite population (L = 2, C = 2, symbolic q, "
-       "generic loss ell, symmetric noise projections n): the y = -1 part of the risk at -n "
-       "equals the y = +1 part at n, and the pattern probabilities match under delta -> -delta")
+       "general: p = 2k + 1 with a symbolic integer k >= 0 and symbolic nu (power bases "
+       "expanded: exact for integer exponents); f(-X) + f(X) = 0 with z_i = sum_{j<D} A_ij "
+       "sum_{r<d} v_r X_jr as sympy sums over symbolic D, d and a generic odd activation; the "
+       "pattern probability P(y, l*, delta) = 1/(2L) prod_{j not in S_l*} p(delta_j) with "
+       "p(delta) = 1 - q + delta^2 (3q/2 - 1) (= q/2 at +-1, 1 - q at 0) is a product of "
+       "even factors, so P(-y, l*, -delta) = P(y, l*, delta) for symbolic L, C; with the "
+       "symmetric noise this gives the label symmetry. Instance cross-checks: f(-X) = -f(X) at "
+       "D = 4, d = 2, and on the finite population at L = 2, C = 2 (symbolic q, generic loss, "
+       "symmetric noise projections) the y = -1 part of the risk at -n equals the y = +1 part",
+       general=True, scope="all L, C, d >= 1 and odd p >= 1")
 def prove_L7(proof: Proof) -> None:
     k = sp.Symbol("k", integer=True, nonnegative=True)
     t, nu = sp.symbols("t nu")
@@ -108,6 +213,10 @@ def prove_L7(proof: Proof) -> None:
     dact = sp.diff(act_ref(t), t)
     proof.zero(sp.expand_power_base(dact.subs(t, -t) - dact, force=True),
                "act' is even, p = 2k + 1", up_to="expand")
+    proof.control(sp.expand_power_base((-t) ** (2 * k) + nu * (-t) + t ** (2 * k) + nu * t,
+                                       force=True),
+                  "negative control: an even power t^(2k) + nu t is not odd", up_to="expand")
+    _general_L7(proof)
     # f(-X) = -f(X) for a generic odd activation, symbolic image, v and A
     D, d = L7_IMAGE
     X = symbol_matrix("X", D, d)
@@ -145,6 +254,49 @@ def prove_L7(proof: Proof) -> None:
     proof.details["population"] = f"L={L}, C={C}, {len(terms)} patterns"
 
 
+def _general_L8(proof: Proof) -> None:
+    Dn, d = sp.symbols("D d", integer=True, positive=True)
+    i, j, r = sp.symbols("i j r", integer=True, nonnegative=True)
+    k, m = sp.symbols("k m", integer=True, nonnegative=True)
+    A, X, v = sp.IndexedBase("A"), sp.IndexedBase("X"), sp.IndexedBase("v")
+    w, s_, xi = sp.IndexedBase("w"), sp.IndexedBase("s"), sp.IndexedBase("xi")
+    y, alpha = sp.symbols("y alpha")
+    zi = sp.Sum(A[i, j] * sp.Sum(v[r] * X[j, r], (r, 0, d - 1)), (j, 0, Dn - 1))
+    f = sp.Sum(act(zi), (i, 0, Dn - 1))
+
+    def grad(kk):
+        return alg.sum_deltas(sp.diff(ell(y * f), v[kk]), {kk: d})
+
+    gk, gm = grad(k), grad(m)
+    proof.exact(not gk.has(sp.KroneckerDelta), "the Kronecker sums of d/dv_k are evaluated")
+
+    def sample(g, sign):
+        g = g.xreplace({X[j, r]: s_[j] * w[r] + sign * xi[j, r]})
+        return alg.canon(g.xreplace({X[j, k]: s_[j] * w[k] + sign * xi[j, k],
+                                     X[j, m]: s_[j] * w[m] + sign * xi[j, m]}))
+
+    clean = {xi[j, r]: 0, xi[j, k]: 0, xi[j, m]: 0}
+    g0k, g0m = sample(gk, 1).xreplace(clean), sample(gm, 1).xreplace(clean)
+    proof.zero(alg.canon(g0k * w[m] - g0m * w[k]), "sigma = 0: grad_v is parallel to w*",
+               up_to="expand")
+    on_line = {v[r]: alpha * w[r]}
+    orth = {sp.Sum(w[r] * xi[j, r], (r, 0, d - 1)): 0, sp.Sum(w[r] ** 2, (r, 0, d - 1)): 1}
+
+    def noisy(g, sign):
+        return alg.canon(alg.canon(sample(g.xreplace(on_line), sign)).xreplace(orth))
+
+    sym_k = alg.canon(noisy(gk, 1) + noisy(gk, -1))
+    sym_m = alg.canon(noisy(gm, 1) + noisy(gm, -1))
+    proof.exact(not sym_k.has(xi), "v = alpha w*, xi orthogonal to w*: g(xi) + g(-xi) is free "
+                "of xi")
+    proof.zero(alg.canon(sym_k * w[m] - sym_m * w[k]),
+               "orthogonal noise, v = alpha w*: g(xi) + g(-xi) is parallel to w*", up_to="expand")
+    one_k, one_m = noisy(gk, 1), noisy(gm, 1)
+    proof.control(alg.canon(one_k * w[m] - one_m * w[k]),
+                  "negative control: a single noisy sample's gradient is not parallel to w*",
+                  up_to="expand")
+
+
 #: Patches of the symbolic sample in L8 (d = 3, so parallelism is a zero cross product).
 L8_PATCHES = 3
 
@@ -156,11 +308,16 @@ def _cross(a: sp.Matrix, b: sp.Matrix) -> sp.Matrix:
 @lemma("L8", "grad_v parallel to w*",
        "if <v, X_j> = alpha s_j (sigma = 0, or noise orthogonal to w* and v = alpha w*), "
        "grad_v R is parallel to w*",
-       "one symbolic sample (D = 3, d = 3, symbolic y, s_j, A, w* and v), generic loss and "
-       "activation, sympy.diff in v: grad_v x w* expands to 0 when X_j = s_j w* (any v); with "
-       "X_j = s_j w* + xi_j, xi_j = w* x eta_j (any vectors orthogonal to w*) and v = alpha w*, "
-       "grad_v(xi) + grad_v(-xi) is parallel to w*, so the mean over any symmetric law of xi is")
+       "general (D, d symbolic): d/dv_k of ell(y f), f = sum_{i<D} act(sum_{j<D} A_ij "
+       "sum_{r<d} v_r X_jr), by sympy.diff of the sums and the Kronecker sums over the symbolic "
+       "ranges: y ell'(y f) sum_i act'(z_i) sum_j A_ij X_jk; with X_jr = s_j w_r it is w_k times a "
+       "scalar (g_k w_m - g_m w_k = 0); with X_jr = s_j w_r + xi_jr, sum_r w_r xi_jr = 0, "
+       "sum_r w_r^2 = 1 and v = alpha w, z is free of xi and g(xi) + g(-xi) is parallel to w, "
+       "so the mean over any symmetric law of xi is. Instance cross-check: one symbolic sample "
+       "at D = 3, d = 3 (cross products with w*)",
+       general=True, scope="all D, d >= 1")
 def prove_L8(proof: Proof) -> None:
+    _general_L8(proof)
     D, d = L8_PATCHES, 3
     y, alpha = sp.symbols("y alpha")
     s = sp.symbols(f"s0:{D}")
@@ -196,13 +353,17 @@ def prove_L8(proof: Proof) -> None:
        "softmax(a B + c (J - B)) -> B / C as c - a -> -inf; with A = B / C: z_i = (alpha S_l(i) + "
        "N_l(i)) / C and f = C sum_l act((alpha S_l + N_l) / C), the signal set giving "
        "C act(alpha y + N_l*/C) and a noise set C act((alpha (n+ - n-) + N_l) / C)",
-       "sympy.limit of the three softmax values (L3) as c -> -inf with b = a; symbolic alpha, "
-       "s_j, n_j and a generic activation at (L, C) = "
+       "general: sympy.limit of the softmax values of L14's algebra with symbolic L, C as "
+       "c -> -inf (b = a); z_(l,c) = sum_m sum_e (delta_lm / C) u[m,e] summed over symbolic "
+       "ranges; f = sum_l sum_c act(z_(l,c)) with the inner sum done by sympy (z does not depend "
+       "on c), the signal set's sum of y over C patches = C y. Instance cross-checks with "
+       "explicit matrices, symbolic alpha, s_j, n_j and a generic activation at (L, C) = "
        + ", ".join(f"({L},{C})" for L, C, _ in CLOSED_FORM_SIZES)
-       + ": z and f minus the closed forms expand to 0, for symbolic s and for every pattern "
-       "(y, l*, delta) of the population at L = 2, C = 2")
+       + ", and every pattern (y, l*, delta) of the population at L = 2, C = 2",
+       general=True, scope="all L >= 2, C >= 1 (L = 1: A = J / C is already block-uniform)")
 def prove_L9(proof: Proof) -> None:
     a, c, alpha = sp.symbols("a c alpha")
+    _general_L9(proof, a, c, alpha)
     for L, C, layout in CLOSED_FORM_SIZES:
         D = L * C
         Z = C * sp.exp(a) + (D - C) * sp.exp(c)

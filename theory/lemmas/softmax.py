@@ -18,6 +18,7 @@ from sympy.core.function import AppliedUndef
 
 from ._core import Proof, lemma
 from ._symbolic import backprop_softmax, exp_to_symbols, generic_function, softmax, symbol_matrix
+from .algebra import canon, in_range
 
 __all__ = ["prove_L1", "prove_L2"]
 
@@ -27,13 +28,68 @@ L1_SIZES = (1, 2, 3, 4, 5)
 L2_SIZES = (2, 3, 4)
 
 
+def _general_L1(proof: Proof) -> None:
+    qi, qk, W, Z = sp.symbols("q_i q_k W Z")
+    # i != k: Z = e^qi + e^qk + W
+    Zs = sp.exp(qi) + sp.exp(qk) + W
+    ai, ak = sp.exp(qi) / Zs, sp.exp(qk) / Zs
+    off = exp_to_symbols(sp.diff(ai, qk) - ai * (0 - ak), (qi, qk))
+    proof.zero(off, "da_i/dq_k = -a_i a_k (i != k, any n)", up_to="cancel")
+    Zs1 = sp.exp(qi) + W
+    ai1 = sp.exp(qi) / Zs1
+    proof.zero(exp_to_symbols(sp.diff(ai1, qi) - ai1 * (1 - ai1), (qi,)),
+               "da_i/dq_i = a_i (1 - a_i) (any n)", up_to="cancel")
+    proof.control(exp_to_symbols(sp.diff(ai, qk) - ai * ak, (qi, qk)),
+                  "negative control: da_i/dq_k = + a_i a_k", up_to="cancel")
+    n = sp.Symbol("n", integer=True, positive=True)
+    i, k = sp.symbols("i k", integer=True, nonnegative=True)
+    a, g = sp.IndexedBase("a"), sp.IndexedBase("g")
+    back = sp.Sum(sp.expand(a[i] * (sp.KroneckerDelta(i, k) - a[k]) * g[i]), (i, 0, n - 1))
+    back = in_range(canon(back).doit(), {k: n})
+    claimed = a[k] * (g[k] - sp.Sum(a[i] * g[i], (i, 0, n - 1)))
+    proof.equal(canon(back), canon(claimed), "(J^T g)_k = a_k (g_k - <a, g>), symbolic n",
+                up_to="expand")
+    proof.control(canon(back) - a[k] * g[k], "negative control: (J^T g)_k = a_k g_k",
+                  up_to="expand")
+
+
+def _general_L2(proof: Proof) -> None:
+    n = sp.Symbol("D", integer=True, positive=True)
+    j, k = sp.symbols("j k", integer=True, nonnegative=True)
+    q = sp.IndexedBase("q")
+    Z, t = sp.Symbol("Z", positive=True), sp.Symbol("t")
+    a_k = sp.exp(q[k]) / Z
+    total = canon(sp.Sum(a_k, (k, 0, n - 1)))
+    normalised = {sp.Sum(sp.exp(q[k]), (k, 0, n - 1)): Z}
+    proof.equal(total.xreplace(normalised), 1, "sum_k a_k = 1 (Z = sum_k e^(q_k))",
+                up_to="cancel")
+    a = sp.IndexedBase("a")
+    kernel = sp.Sum(sp.expand(a[j] * (sp.KroneckerDelta(j, k) - a[k])), (k, 0, n - 1))
+    kernel = in_range(canon(kernel).doit(), {j: n})
+    proof.zero(canon(kernel).xreplace({sp.Sum(a[k], (k, 0, n - 1)): 1}),
+               "sum_k da_j/dq_k = a_j (1 - sum_k a_k) = 0: 1 is in the Jacobian's kernel",
+               up_to="expand")
+    shifted = canon(sp.Sum(sp.expand(sp.exp(q[k] + t)), (k, 0, n - 1)))
+    proof.equal(shifted.xreplace(normalised), sp.exp(t) * Z, "sum_k e^(q_k + t) = e^t Z",
+                up_to="expand")
+    proof.equal(sp.exp(q[j] + t) / (sp.exp(t) * Z), sp.exp(q[j]) / Z,
+                "softmax(q + t 1) = softmax(q)", up_to="simplify")
+    proof.control(canon(sp.Sum(a[j] * sp.KroneckerDelta(j, k), (k, 0, n - 1)).doit()),
+                  "negative control: without the centering the row sum is a_j", up_to="expand")
+
+
 @lemma("L1", "softmax Jacobian",
        "a = softmax(q): da_i/dq_k = a_i (delta_ik - a_k); hence dR/dq = a * (g - <a, g>) for "
        "any upstream gradient g = dR/da",
-       f"sympy.diff of the symbolic softmax of a row q of length n in {list(L1_SIZES)}; "
-       "q_k = log(E_k) with E_k > 0, then cancel reduces the difference to 0; the backprop "
-       "formula is J^T g with symbolic g")
+       "general (row length n symbolic): a_i = e^(q_i) / Z depends on q_k only through e^(q_i) "
+       "and Z, and Z = e^(q_i) + e^(q_k) + W (i != k) or e^(q_i) + W (i = k) with W the sum over "
+       "the other entries, free of q_i, q_k (W = 0 when n <= 2): sympy.diff then cancel; the "
+       "backprop (J^T g)_k = sum_{i<n} a_i (delta_ik - a_k) g_i as a sympy sum over the symbolic "
+       "range (Kronecker delta) equals a_k (g_k - sum_i a_i g_i). Instance cross-checks: the full "
+       f"Jacobian of a symbolic row of length n in {list(L1_SIZES)} (q = log E, cancel)",
+       general=True, scope="all n >= 1")
 def prove_L1(proof: Proof) -> None:
+    _general_L1(proof)
     for n in L1_SIZES:
         qs = sp.symbols(f"q0:{n}")
         g = sp.Matrix(sp.symbols(f"g0:{n}"))
@@ -53,11 +109,16 @@ def prove_L1(proof: Proof) -> None:
 @lemma("L2", "zero row sums of grad_Q",
        "R = F(row-softmax(Q)) for any differentiable F (any loss, any data): sum_k dR/dQ_ik = 0 "
        "for every row i, so Q <- Q - eta grad_Q R conserves every row sum of Q",
-       f"F is a generic sympy function of all D^2 entries of A, D in {list(L2_SIZES)}; sympy.diff "
-       "through the symbolic softmax, the partial derivatives of F replaced by free symbols "
-       "(any values), q = log(E) with E > 0, cancel reduces each row sum, and the change of "
-       "each row sum of Q under one gradient step, to 0")
+       "general (D symbolic): the all-ones vector is in the kernel of the softmax Jacobian, "
+       "sum_k a_j (delta_jk - a_k) = a_j (1 - sum_k a_k) = 0 with sum_k e^(q_k) / Z = 1 (sympy "
+       "sums over the symbolic range); equivalently softmax(q + t 1) = softmax(q) (e^t factors out "
+       "of Z); by the chain rule sum_k dR/dQ_ik = sum_j dF/dA_ij sum_k dA_ij/dQ_ik = 0, and a step "
+       "changes the row sum by -eta times that sum. Instance cross-checks: F a generic sympy "
+       f"function of all D^2 entries of A, D in {list(L2_SIZES)}, sympy.diff through the "
+       "symbolic softmax, cancel",
+       general=True, scope="all D >= 1")
 def prove_L2(proof: Proof) -> None:
+    _general_L2(proof)
     for D in L2_SIZES:
         Q = symbol_matrix("Q", D)
         A = softmax(Q)

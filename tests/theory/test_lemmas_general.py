@@ -1,0 +1,243 @@
+"""The symbolic algebra of invariant matrices, the scope of each lemma, and claim 4's reading.
+
+The algebra (patchassoc.theory.lemmas.algebra) is checked against explicit matrices and against
+the project's numeric invariant-space functions; the harness's negative controls must be able to
+fail; the scope bookkeeping must separate general proofs from instance-only checks. Single lemmas
+are proved here (the full set runs once in test_lemmas.py).
+"""
+from __future__ import annotations
+
+import argparse
+import types
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from patchassoc.theory import invariant as inv
+from patchassoc.theory import lemmas
+from patchassoc.theory.lemmas import _core
+from patchassoc.theory.lemmas import algebra as alg
+from patchassoc.theory.lemmas.constructions import shifted_blocks
+
+SIZES = ((1, 1), (1, 3), (3, 1), (2, 2), (2, 3), (3, 2), (4, 4))
+
+
+def _at(M: alg.Inv, L: int, C: int) -> alg.Inv:
+    sub = {alg.L: L, alg.C: C}
+    return alg.Inv(*(sp.sympify(x).subs(sub) for x in M.coords), L=sp.Integer(L),
+                   C=sp.Integer(C))
+
+
+@pytest.mark.parametrize("L,C", SIZES)
+def test_product_matches_explicit_matrices(L, C):
+    labels = alg.partition_labels(L, C, "interleaved")
+    M = alg.Inv(sp.Rational(3, 2), sp.Rational(-1, 3), sp.Rational(2, 7), L, C)
+    N = alg.Inv(sp.Rational(-5, 4), sp.Rational(1, 2), sp.Rational(3, 5), L, C)
+    assert (M * N).matrix(labels) == M.matrix(labels) * N.matrix(labels)
+    assert M.hadamard(N).matrix(labels) == M.matrix(labels).multiply_elementwise(N.matrix(labels))
+    ones = sp.ones(L * C, 1)
+    assert M.matrix(labels) * ones == M.row_sum() * ones
+    assert M.frobenius(N) == sum(M.matrix(labels).multiply_elementwise(N.matrix(labels)))
+
+
+def test_eigenvalues_match_numpy_at_4x4():
+    L, C = 4, 4
+    labels = alg.partition_labels(L, C, "blocks")
+    M = alg.Inv(sp.Rational(7, 3), sp.Rational(-2, 5), sp.Rational(1, 4), L, C)
+    lam = [float(x) for x in M.eigenvalues()]
+    got = np.sort(np.linalg.eigvalsh(np.array(M.matrix(labels), dtype=float)))
+    want = np.sort(np.repeat(lam, [1, L - 1, L * C - L]))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_symbolic_formulas_match_the_numeric_invariant_module():
+    a, b, c, L, C = 0.7, -0.2, 0.4, 3, 4
+    M = _at(alg.Inv(a, b, c), L, C)
+    soft = M.softmax()
+    np.testing.assert_allclose([float(x) for x in soft.coords],
+                               inv.attention_values(a, b, c, L, C), rtol=1e-14)
+    assert tuple(int(x) for x in M.entry_counts()) == inv.entry_counts(L, C)
+    assert float(M.row_sum()) == pytest.approx(inv.row_sum(a, b, c, L, C), rel=1e-15)
+    # the Gram form: P P^T for invariant symmetric P is the algebra's product
+    x, y, w = 1.3, -0.4, 0.25
+    P = _at(alg.Inv(x, y, w), L, C)
+    np.testing.assert_allclose([float(t) for t in (P * P).coords],
+                               inv.gram_to_logits(x, y, w, L, C), rtol=1e-14)
+
+
+@pytest.mark.parametrize("L,C", ((2, 2), (3, 2), (4, 4), (8, 8)))
+def test_intersection_numbers_counted(L, C):
+    counted = alg.count_intersections(alg.partition_labels(L, C, "interleaved"))
+    for t, table in alg.intersection_numbers().items():
+        expected = {rs: int(sp.sympify(n).subs({alg.L: L, alg.C: C})) for rs, n in table.items()}
+        assert {rs: n for rs, n in expected.items() if n} == counted[t]
+    # a perturbed formula is caught
+    assert counted[1].get((1, 1), 0) == C - 2 != C - 1
+
+
+def test_count_intersections_rejects_unequal_sets():
+    with pytest.raises(ValueError, match="not constant"):
+        alg.count_intersections(np.array([0, 0, 0, 1, 1, 2]))
+
+
+def test_sum_deltas_needs_a_declared_range():
+    n = sp.Symbol("n", integer=True, positive=True)
+    i, k = sp.symbols("i k", integer=True, nonnegative=True)
+    g = sp.IndexedBase("g")
+    expr = sp.Sum(sp.KroneckerDelta(i, k) * g[i], (i, 0, n - 1))
+    assert alg.sum_deltas(expr, {k: n}) == g[k]
+    with pytest.raises(ValueError, match="cannot sum"):
+        alg.sum_deltas(expr, {})
+    with pytest.raises(ValueError, match="cannot sum"):
+        alg.sum_deltas(expr, {k: n + 1})
+
+
+def test_indexed_apply_closed_form():
+    P, Qs, R = sp.symbols("P Q_s R")
+    KD = sp.KroneckerDelta
+    l, c, m, e = alg.l_, alg.c_, alg.m_, alg.e_
+    entry = P * KD(l, m) * KD(c, e) + Qs * KD(l, m) * (1 - KD(c, e)) + R * (1 - KD(l, m))
+    got = alg.indexed_apply(entry)
+    want = alg.canon(alg.Inv(P, Qs, R).apply(alg.u[l, c], alg.set_sum(), alg.total_sum()))
+    assert sp.expand(got - want) == 0
+    # a different entry gives a different result
+    assert sp.expand(alg.indexed_apply(entry + R * KD(l, m)) - want) != 0
+
+
+# -- the harness's negative controls -----------------------------------------------------------
+def _run(body):
+    return _core.lemma("LX", "test", "s", "m", registry=None, general=True, scope="all")(body)()
+
+
+def test_control_that_vanishes_fails_the_lemma():
+    x = sp.Symbol("x")
+
+    def body(proof):
+        proof.zero(x - x, "trivial")
+        proof.control((x + 1) ** 2 - x ** 2 - 2 * x - 1, "a true identity as a control")
+
+    r = _run(body)
+    assert not r.proved and r.controls == 1
+    assert r.failures == ("negative control vanished: a true identity as a control",)
+
+
+def test_control_zero_at_the_rational_point_fails():
+    x = sp.Symbol("x")
+
+    def body(proof):
+        proof.zero(x - x, "trivial")
+        proof.control(x - sp.Rational(2, 3), "vanishes at x = 2/3")
+
+    r = _run(body)
+    assert not r.proved
+    assert r.failures == ("negative control is 0 at a rational point: vanishes at x = 2/3",)
+
+
+def test_control_that_does_not_vanish_passes():
+    x, y = sp.symbols("x y")
+
+    def body(proof):
+        proof.zero(x - x, "trivial")
+        proof.control(x * y - 1, "x y != 1")
+
+    r = _run(body)
+    assert r.proved and r.controls == 1 and r.general and r.scope == "all"
+
+
+# -- single lemmas: scope, controls, and the facts they rest on --------------------------------
+@pytest.mark.parametrize("name", ["L12", "L13"])
+def test_new_lemmas_are_general_with_controls(name):
+    r = lemmas.prove(name)
+    assert r.proved, (r.failures, r.error)
+    assert r.general and r.scope.startswith("all")
+    assert r.controls >= 2
+
+
+def test_every_lemma_declares_its_scope():
+    general = [name for name, fn in lemmas.LEMMAS.items() if fn.general]
+    assert len(lemmas.LEMMAS) == 14
+    assert len(general) == 13 and "L4" not in general
+    assert all(fn.scope for fn in lemmas.LEMMAS.values())
+    assert lemmas.LEMMAS["L4"].scope.startswith("verified at")
+
+
+def test_frozen_diagonal_moves_row_sums_numerically():
+    # L13's statement on explicit numbers: the masked step moves row i by eta G_ii
+    rng = np.random.default_rng(12)
+    D, eta = 6, 0.3
+    G = rng.normal(size=(D, D))
+    G -= G.mean(axis=1, keepdims=True)          # zero row sums, as every grad_Q has (L2)
+    Q = rng.normal(size=(D, D))
+    stepped = Q - eta * G * (1 - np.eye(D))
+    np.testing.assert_allclose(stepped.sum(axis=1) - Q.sum(axis=1), eta * np.diag(G),
+                               rtol=0, atol=1e-13)
+    assert np.abs(np.diag(G)).max() > 1e-3     # so the row sums really move
+
+
+@pytest.mark.parametrize("L,C", ((2, 2), (4, 4), (3, 5)))
+def test_shifted_blocks_is_a_row_permutation_with_the_same_f(L, C):
+    from patchassoc.theory.model import forward
+    D = L * C
+    A = shifted_blocks(L, C)
+    block = (np.arange(D)[:, None] // C == np.arange(D)[None, :] // C) / C
+    rows = [int(np.flatnonzero((block == A[i]).all(axis=1))[0]) for i in range(D)]
+    assert np.array_equal(block[rows], A)
+    rng = np.random.default_rng(3)
+    X, v = rng.normal(size=(5, D, 7)), rng.normal(size=7)
+    f_shift, f_block = forward(X, v, A, 5, 0.03)[2], forward(X, v, block, 5, 0.03)[2]
+    np.testing.assert_allclose(f_shift, f_block, rtol=1e-12, atol=1e-12)
+    # a column permutation is not harmless
+    cols = np.roll(np.arange(D), 1)
+    assert np.abs(forward(X, v, block[:, cols], 5, 0.03)[2] - f_block).max() > 1e-6
+
+
+def test_paper_parameterization_numerically():
+    # L12 on explicit numbers: F(X; v', A) = f(X; D v', A / sqrt d)
+    from patchassoc.theory.model import act, forward, softmax_rows
+    rng = np.random.default_rng(4)
+    D, d = 4, 9
+    X, vp, A = rng.normal(size=(3, D, d)), rng.normal(size=d), rng.normal(size=(D, D))
+    S = softmax_rows(A / np.sqrt(d))
+    F = act(D * (X @ vp) @ S.T, 3, 0.1).sum(axis=-1)
+    f = forward(X, D * vp, softmax_rows(A / np.sqrt(d)), 3, 0.1)[2]
+    np.testing.assert_allclose(F, f, rtol=1e-12)
+
+
+# -- claim 4 and the command's table -----------------------------------------------------------
+def _summary(records):
+    return {"all_proved": all(r["proved"] for r in records), "n_lemmas": len(records),
+            "n_proved": sum(r["proved"] for r in records), "lemmas": records}
+
+
+def test_claim4_counts_only_general_proofs():
+    from patchassoc.simulations.claims import claim4
+    recs = [{"name": "L1", "proved": True, "general": True, "scope": "all n >= 1"},
+            {"name": "L4", "proved": True, "general": False,
+             "scope": "verified at (L, C) = (2, 2)"},
+            {"name": "L9", "proved": True}]                     # an older record: no scope
+    out = claim4(_summary(recs))
+    assert out["passed"]
+    assert out["measured"].startswith("1/3 proved in general")
+    assert "verified at sizes only: L4 (verified at (L, C) = (2, 2)); L9 (sizes not recorded)" \
+        in out["measured"]
+    assert out["values"]["n_general"] == 1
+    assert out["values"]["instance_only"] == {"L4": "verified at (L, C) = (2, 2)", "L9": ""}
+    recs[0]["proved"] = False
+    out = claim4(_summary(recs))
+    assert not out["passed"] and "failed: L1" in out["measured"]
+    assert out["values"]["n_general"] == 0
+
+
+def test_command_prints_the_scope_column(tmp_path):
+    from patchassoc.simulations.commands import lemmas as cmd
+    ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L12", "L13"], no_write=True),
+                                out=tmp_path, log=lambda msg: None)
+    summary = cmd.run(ctx)
+    assert summary["n_general"] == 2 and summary["instance_only"] == []
+    text = cmd.render(summary)
+    header = text.splitlines()[0].split()
+    assert header[:6] == ["name", "proved", "general", "seconds", "checks", "controls"]
+    assert "scope" in header
+    assert "all D, d >= 1" in text
+    assert "2/2 proved" in text and "2 general (symbolic sizes), 0 instance-only" in text
