@@ -1,8 +1,12 @@
-"""Transfer study: downstream test error against the number of downstream samples N (log x),
-one curve per method (mean over seeds) with its 95 % confidence band (Student t; clipped at
-0), the target eps, and each
-method's N_eps; the title gives the ratio N_eps(best baseline) / N_eps(pretrained) with its
-bootstrap confidence interval.
+"""Transfer study (claim 5), two panels.
+
+Left: the ratio N_eps(best baseline) / N_eps(pretrained) against the target eps (log y), with its
+hierarchical-bootstrap 95 % band; a filled marker is a measured ratio, an upward triangle a lower
+bound (every baseline censored at N_max, or the pretrained curve at the grid start); grey dots
+are the ratios of the single upstream seeds (their spread is the upstream variance); dashed
+lines are the declared thresholds (ratio >= 4, CI lower end > 2). Right: mean downstream test
+error against N (log x) for every method, with its bootstrap band, and the declared eps range
+shaded.
 
 Reads the summary written by ``patchassoc transfer`` (``transfer.json``); never recomputes.
 
@@ -16,12 +20,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from patchassoc.simulations.results import read_json
 
 from .style import COLORS, new_figure, save_figure
 
-__all__ = ["plot", "save", "main", "LABELS", "NAME"]
+__all__ = ["plot", "plot_ratio", "plot_curves", "save", "main", "LABELS", "NAME"]
 
 NAME = "transfer"
 
@@ -42,55 +47,100 @@ _MARKERS = {"pretrained": "o", "identity": "v", "uniform": "s", "initial": "D", 
 
 
 def _fmt(x) -> str:
-    return "inf" if x is None else f"{x:.3g}"
+    return "n/a" if x is None else f"{x:.3g}"
 
 
-def plot(summary: dict, ax=None):
-    """Draw the study's curves from its summary dict; returns the axes."""
-    if ax is None:
-        _, ax = new_figure(figsize=(6.4, 4.2))
-    eps = summary["eps"]
+def plot_ratio(summary: dict, ax):
+    """Ratio against eps with its band, lower bounds marked, per-upstream ratios, thresholds."""
+    rows = summary["by_eps"]
+    eps = np.array([100 * r["eps"] for r in rows])
+    ratio = np.array([r["ratio"] for r in rows], dtype=float)
+    lo = np.array([r["ratio_ci"][0] for r in rows], dtype=float)
+    hi = np.array([r["ratio_ci"][1] for r in rows], dtype=float)
+    bound = np.array([bool(r["ratio_is_lower_bound"]) for r in rows])
+    floor = 0.5   # a ratio of 0 (pretrained never reaches eps) is drawn at the axis bottom
+    show = lambda x: np.maximum(x, floor)  # noqa: E731
+    blue = _COLORS["pretrained"]
+    ax.fill_between(eps, show(lo), show(hi), color=blue, alpha=0.2, lw=0,
+                    label="hierarchical bootstrap 95% CI")
+    ax.plot(eps, show(ratio), color=blue, lw=1.6)
+    ax.plot(eps[~bound], show(ratio[~bound]), "o", color=blue, ms=5, label="ratio")
+    if bound.any():
+        ax.plot(eps[bound], show(ratio[bound]), "^", color=blue, ms=7, mfc="white",
+                label=r"lower bound (baselines censored at $N_{max}$)")
+    for k, r in enumerate(rows):
+        per = np.asarray(r.get("per_upstream_ratio", []), dtype=float)
+        if per.size:
+            ax.plot(np.full(per.size, eps[k]) + np.linspace(-0.12, 0.12, per.size), show(per),
+                    ".", color="grey", ms=3, label="single upstream seeds" if k == 0 else None)
+    thr = summary.get("claim5", {}).get("threshold", {})
+    ax.axhline(thr.get("ratio", 4.0), color=COLORS["black"], ls="--", lw=0.9,
+               label=f"ratio threshold {thr.get('ratio', 4.0):g}")
+    ax.axhline(thr.get("ratio_ci_low", 2.0), color=COLORS["vermillion"], ls=":", lw=1.0,
+               label=f"CI lower-end threshold {thr.get('ratio_ci_low', 2.0):g}")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=floor * 0.9)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(r"target test error $\varepsilon$ (%)")
+    ax.set_ylabel(r"$N_\varepsilon$(best baseline) / $N_\varepsilon$(pretrained)")
+    ax.set_xticks(eps)
+    ax.set_xticklabels([f"{e:g}" for e in eps])
+    status = summary.get("claim5", {}).get("status", "")
+    verdict = {"pass": "claim 5 passes", "fail": "claim 5 fails",
+               "not run": "preview, not a verdict"}.get(status, "")
+    ax.set_title(f"Sample-efficiency ratio ({summary['n_upstream']} upstream x "
+                 f"{summary['n_downstream']} downstream seeds): {verdict}", fontsize=9)
+    ax.legend(loc="best", fontsize=7)
+    return ax
+
+
+def plot_curves(summary: dict, ax):
+    """Mean test error against N for every method, bands, and the eps range."""
     methods = summary["methods"]
-    # a fixed order (saved JSON has sorted keys): pretrained first, then the baselines
     order = [m for m in LABELS if m in methods] + [m for m in methods if m not in LABELS]
     for method in order:
         rec = methods[method]
         N = np.asarray(rec["N"], dtype=float)
         mean = np.asarray(rec["mean"], dtype=float)
-        lo = np.asarray([np.nan if v is None else v for v in rec["ci_low"]], dtype=float)
-        hi = np.asarray([np.nan if v is None else v for v in rec["ci_high"]], dtype=float)
+        lo = np.asarray(rec["ci_low"], dtype=float)
+        hi = np.asarray(rec["ci_high"], dtype=float)
         color = _COLORS.get(method, COLORS["black"])
-        n_eps = rec.get("n_eps")
-        label = f"{LABELS.get(method, method)}: $N_\\varepsilon$ " + \
-            (f"= {n_eps:.3g}" if n_eps is not None else f"> {int(N[-1])}")
-        ax.plot(N, mean, marker=_MARKERS.get(method, "o"), ms=4,
-                color=color, label=label, lw=2.2 if method == "pretrained" else 1.4)
-        ax.fill_between(N, np.maximum(lo, 0.0), hi, color=color, alpha=0.18, lw=0)
-        if n_eps is not None:
-            ax.plot([n_eps], [eps], marker="|", ms=14, mew=2, color=color)
-    ax.axhline(eps, color="grey", ls="--", lw=0.9)
-    ax.annotate(f"$\\varepsilon$ = {eps:g}", xy=(1.0, eps), xycoords=("axes fraction", "data"),
-                xytext=(3, 0), textcoords="offset points", color="grey", fontsize=8,
-                va="center", ha="left")
+        ax.plot(N, mean, marker=_MARKERS.get(method, "o"), ms=3.5, color=color,
+                label=LABELS.get(method, method), lw=2.2 if method == "pretrained" else 1.3)
+        ax.fill_between(N, lo, hi, color=color, alpha=0.18, lw=0)
+    grid = summary.get("eps_grid") or [r["eps"] for r in summary["by_eps"]]
+    ax.axhspan(min(grid), max(grid), color="grey", alpha=0.12, lw=0,
+               label=r"declared $\varepsilon$ range")
+    floor = summary.get("floors", {}).get("block_uniform")
+    if floor is not None:
+        ax.axhline(floor, color="grey", ls=":", lw=0.9, label="block-uniform floor")
     ax.set_xscale("log", base=2)
-    ax.set_xticks(summary["N"])
-    ax.set_xticklabels([str(n) for n in summary["N"]])
+    ticks = [n for n in summary["N"] if n in (1, 2, 4, 8) or n >= 16]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(n) for n in ticks])
     ax.minorticks_off()
     ax.set_ylim(bottom=0.0)
     ax.set_xlabel("downstream training samples N")
-    ax.set_ylabel(f"test error (mean over {summary['n_seeds']} seeds, 95% CI)")
-    ratio, ci = summary.get("ratio"), summary.get("ratio_ci", [None, None])
-    best = LABELS.get(summary.get("best_baseline"), summary.get("best_baseline"))
-    ax.set_title(f"Transfer: $N_\\varepsilon$(best baseline: {best}) / $N_\\varepsilon$(pretrained)"
-                 f" = {_fmt(ratio)}  [95% CI {_fmt(ci[0])}, {_fmt(ci[1])}]", fontsize=9)
+    ax.set_ylabel("test error (mean over all seeds, 95% CI)")
+    ax.set_title("Downstream test error against N", fontsize=9)
     ax.legend(loc="best", fontsize=7)
     return ax
 
 
+def plot(summary: dict, axes=None):
+    """Draw both panels from the summary dict; returns the two axes."""
+    if axes is None:
+        _, axes = new_figure(1, 2, figsize=(12.0, 4.4))
+    plot_ratio(summary, axes[0])
+    plot_curves(summary, axes[1])
+    return axes
+
+
 def save(summary: dict, folder: str | Path) -> list[Path]:
     """Write transfer.png and transfer.pdf into ``folder``."""
-    ax = plot(summary)
-    return save_figure(ax.figure, folder, NAME)
+    axes = plot(summary)
+    return save_figure(axes[0].figure, folder, NAME)
 
 
 def main(argv=None) -> int:

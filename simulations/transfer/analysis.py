@@ -1,26 +1,28 @@
-"""Statistics of the transfer study: error curves with confidence intervals, N_eps and the
-sample-efficiency ratio with a bootstrap confidence interval.
+"""Statistics of the transfer study: mean error curves, N_eps without extrapolation, the
+sample-efficiency ratio over the declared eps grid, and its hierarchical bootstrap.
 
-For each method and each N of the grid the seeds give test errors e_1..e_n (n >= 2):
+The data of a method is an array e[u, k, n] of test errors: upstream seed u (a pretraining run),
+downstream seed k within it, grid size N_n. Every method shares the seeds (a paired design).
 
-- mean and 95 % confidence interval of the mean: Student t, mean +- t_{0.975, n-1} s / sqrt(n);
-- N_eps, the sample size at which the mean error curve first reaches eps. The curve is taken
-  piecewise linear in log N between grid points: if k is the first grid index with
-  mean_k <= eps, then N_eps = N_0 when k = 0, and otherwise
-      log N_eps = log N_{k-1} + (mean_{k-1} - eps) / (mean_{k-1} - mean_k) (log N_k - log N_{k-1}).
-  N_eps = +inf when no grid point reaches eps (censored: "more than the largest N").
-  ``n_eps_grid`` is the literal SPEC definition, the smallest grid N with mean error <= eps;
-- the ratio N_eps(best baseline) / N_eps(pretrained), where the best baseline is the one with the
-  smallest N_eps. Its 95 % confidence interval is a percentile bootstrap over seeds: the seeds
-  are resampled with replacement (the same resample for every method and N, since cells with the
-  same seed share the downstream task and, within an N, the data), N_eps of every method is
-  recomputed, the best baseline is chosen again in each replicate (so the interval accounts for
-  that choice), and the 2.5 % and 97.5 % order statistics of the replicated ratios are taken.
-  A replicate in which the pretrained curve never reaches eps counts as ratio 0 (conservative);
-  one in which no baseline does counts as +inf (the ratio is then larger than N_max / N_eps).
-  When the pretrained mean error is already <= eps at the smallest grid N, N_eps(pretrained) is
-  reported as N_0 although it is only known to be <= N_0: the ratio is then a lower bound
-  (``ratio_is_lower_bound``), which is the conservative direction.
+- Mean curve: the mean over all (u, k) cells at each N.
+- N_eps (SPEC section 6, claim 5): let k be the first grid index whose mean error is <= eps.
+  * k = 0: N_eps = N_0 (with N_0 = 1 this is exact; with N_0 > 1 it is only known to be <= N_0,
+    flagged ``at_grid_start``);
+  * N_k - N_{k-1} = 1 (the integer part of the grid): N_eps = N_k, exactly the SPEC definition;
+  * otherwise (the geometric part) log-linear interpolation between the bracketing points,
+        log N_eps = log N_{k-1} + (mean_{k-1} - eps) / (mean_{k-1} - mean_k) (log N_k - log N_{k-1}),
+    reported with its bracket (N_{k-1}, N_k];
+  * no grid point reaches eps: censored, N_eps > N_max (``None`` in JSON, flagged). Nothing is
+    ever extrapolated beyond the grid.
+- Ratio N_eps(best baseline) / N_eps(pretrained), the best baseline being the one with the smallest
+  N_eps. If the pretrained curve never reaches eps the ratio is 0; if no baseline does, the ratio
+  is censored and its lower bound N_max / N_eps(pretrained) is what is reported (flagged
+  ``ratio_is_lower_bound``), the conservative direction.
+- Hierarchical percentile bootstrap: each replicate draws U upstream seeds with replacement and,
+  for each drawn one, K of its downstream seeds with replacement (the same draw for every method
+  and N); mean curves, N_eps, the best baseline (re-chosen) and the ratio (with the conventions
+  above) are recomputed. The CI is the 2.5 % and 97.5 % order statistics of the replicates, and
+  the band of a mean curve the same order statistics of the replicated means.
 
 References
 ----------
@@ -32,149 +34,185 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
-__all__ = ["mean_ci", "n_eps", "n_eps_grid", "ratio_of", "bootstrap_ratio", "summarize",
-           "CONFIDENCE"]
+from .protocol import CONFIDENCE, N_BOOT
 
-CONFIDENCE = 0.95
-
-
-def mean_ci(errors: np.ndarray, confidence: float = CONFIDENCE):
-    """Means over the last axis (seeds) and their Student-t confidence interval (lo, hi)."""
-    e = np.asarray(errors, dtype=np.float64)
-    n = e.shape[-1]
-    mean = e.mean(axis=-1)
-    if n < 2:
-        nan = np.full_like(mean, np.nan)
-        return mean, nan, nan
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * e.std(axis=-1, ddof=1) / math.sqrt(n)
-    return mean, mean - half, mean + half
+__all__ = ["n_eps", "n_eps_batch", "n_eps_bracket", "ratio_of", "bootstrap_weights",
+           "summarize", "CONFIDENCE"]
 
 
-def n_eps(Ns: Sequence[float], mean: Sequence[float], eps: float) -> float:
-    """First crossing of eps by the mean error curve, log-linear between grid points (+inf if
-    the curve never reaches eps on the grid)."""
+def _check_grid(Ns) -> np.ndarray:
     Ns = np.asarray(Ns, dtype=np.float64)
-    mean = np.asarray(mean, dtype=np.float64)
-    hit = np.flatnonzero(mean <= eps)
-    if hit.size == 0:
-        return math.inf
-    k = int(hit[0])
-    if k == 0:
-        return float(Ns[0])
-    lo, hi = math.log(Ns[k - 1]), math.log(Ns[k])
-    frac = (mean[k - 1] - eps) / (mean[k - 1] - mean[k])
-    return float(math.exp(lo + frac * (hi - lo)))
+    if Ns.ndim != 1 or Ns.size == 0 or Ns[0] < 1 or np.any(np.diff(Ns) <= 0):
+        raise ValueError("Ns must be a strictly increasing grid of sizes >= 1")
+    return Ns
 
 
-def n_eps_grid(Ns: Sequence[float], mean: Sequence[float], eps: float) -> float:
-    """The smallest grid N whose mean error is <= eps (+inf if none)."""
-    hit = np.flatnonzero(np.asarray(mean, dtype=np.float64) <= eps)
-    return float(np.asarray(Ns)[hit[0]]) if hit.size else math.inf
-
-
-def ratio_of(n_eps_baseline: float, n_eps_pretrained: float) -> float:
-    """N_eps(baseline) / N_eps(pretrained), with the censoring conventions of the module."""
-    if math.isinf(n_eps_pretrained):
-        return 0.0
-    return n_eps_baseline / n_eps_pretrained
-
-
-def _all_n_eps(table: Mapping[str, np.ndarray], Ns, eps, idx=None) -> dict[str, float]:
-    out = {}
-    for method, e in table.items():
-        e = np.asarray(e, dtype=np.float64)
-        if idx is not None:
-            e = e[:, idx]
-        out[method] = n_eps(Ns, e.mean(axis=1), eps)
+def n_eps_batch(Ns: Sequence[float], means: np.ndarray, eps: float) -> np.ndarray:
+    """N_eps (module rules) of every row of ``means`` (shape (B, len(Ns))); +inf if censored."""
+    Ns = _check_grid(Ns)
+    means = np.atleast_2d(np.asarray(means, dtype=np.float64))
+    if means.shape[-1] != Ns.size:
+        raise ValueError(f"means must have {Ns.size} columns, got shape {means.shape}")
+    hit = means <= eps
+    reached = hit.any(axis=1)
+    k = np.argmax(hit, axis=1)
+    out = np.full(means.shape[0], np.inf)
+    rows = np.flatnonzero(reached)
+    kk = k[rows]
+    out[rows] = Ns[kk]
+    inner = rows[(kk > 0)]
+    ki = k[inner]
+    wide = Ns[ki] - Ns[ki - 1] > 1          # the geometric part: interpolate
+    inner, ki = inner[wide], ki[wide]
+    if inner.size:
+        m0, m1 = means[inner, ki - 1], means[inner, ki]
+        lo, hi = np.log(Ns[ki - 1]), np.log(Ns[ki])
+        # a grid point exactly at eps is its own N_eps (exp(log N) may round below N)
+        out[inner] = np.where(m1 == eps, Ns[ki], np.exp(lo + (m0 - eps) / (m0 - m1) * (hi - lo)))
     return out
 
 
-def bootstrap_ratio(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps: float,
-                    pretrained: str, baselines: Sequence[str], n_boot: int = 2000,
-                    seed: int = 0, confidence: float = CONFIDENCE
-                    ) -> tuple[float, float, np.ndarray]:
-    """Percentile-bootstrap interval of the ratio (resampling seeds jointly); returns
-    (low, high, replicated ratios)."""
-    n_seeds = np.asarray(table[pretrained]).shape[1]
-    rng = np.random.default_rng(np.random.SeedSequence((int(seed), 5)))
-    ratios = np.empty(n_boot)
-    for b in range(n_boot):
-        idx = rng.integers(n_seeds, size=n_seeds)
-        ne = _all_n_eps({m: table[m] for m in (pretrained, *baselines)}, Ns, eps, idx)
-        ratios[b] = ratio_of(min(ne[m] for m in baselines), ne[pretrained])
-    alpha = (1 - confidence) / 2
-    # order statistics (no interpolation), which stay valid when some replicates are +inf
-    lo = float(np.quantile(ratios, alpha, method="inverted_cdf"))
-    hi = float(np.quantile(ratios, 1 - alpha, method="inverted_cdf"))
-    return lo, hi, ratios
+def n_eps(Ns: Sequence[float], mean: Sequence[float], eps: float) -> float:
+    """N_eps of one mean curve (module rules); +inf if the grid never reaches eps."""
+    return float(n_eps_batch(Ns, np.asarray(mean, dtype=np.float64)[None, :], eps)[0])
 
 
-def _finite_or_none(x: float):
+def n_eps_bracket(Ns: Sequence[float], mean: Sequence[float], eps: float) -> tuple:
+    """(lower, upper) grid bounds of N_eps: N_eps lies in (lower, upper]; lower is 0 at the grid
+    start and upper is None when censored (then N_eps > lower = N_max)."""
+    Ns = _check_grid(Ns)
+    hit = np.flatnonzero(np.asarray(mean, dtype=np.float64) <= eps)
+    if hit.size == 0:
+        return float(Ns[-1]), None
+    k = int(hit[0])
+    return (0.0 if k == 0 else float(Ns[k - 1])), float(Ns[k])
+
+
+def ratio_of(n_eps_best: np.ndarray, n_eps_pretrained: np.ndarray, n_max: float) -> np.ndarray:
+    """The ratio with the module's conventions: 0 when the pretrained curve is censored, the lower
+    bound n_max / N_eps(pretrained) when the best baseline is."""
+    best = np.asarray(n_eps_best, dtype=np.float64)
+    pre = np.asarray(n_eps_pretrained, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(np.isinf(best), n_max / pre, best / pre)
+    return np.where(np.isinf(pre), 0.0, r)
+
+
+def bootstrap_weights(n_up: int, n_down: int, n_boot: int, seed: int) -> np.ndarray:
+    """Counts W[b, u, k] of the hierarchical resample b: U upstream draws with replacement, then
+    K downstream draws with replacement within each drawn upstream seed (sum over u, k is U K)."""
+    if n_up < 1 or n_down < 1 or n_boot < 1:
+        raise ValueError("n_up, n_down and n_boot must be >= 1")
+    rng = np.random.default_rng(np.random.SeedSequence((int(seed), 5, 2)))
+    ups = rng.integers(n_up, size=(n_boot, n_up))
+    downs = rng.integers(n_down, size=(n_boot, n_up, n_down))
+    W = np.zeros((n_boot, n_up, n_down))
+    b = np.repeat(np.arange(n_boot), n_up * n_down)
+    u = np.repeat(ups.ravel(), n_down)
+    np.add.at(W, (b, u, downs.ravel()), 1.0)
+    return W
+
+
+def _order_stat(x: np.ndarray, level: float, axis=0):
+    # order statistics (no interpolation): valid when some replicates are +inf
+    return np.quantile(x, level, axis=axis, method="inverted_cdf")
+
+
+def _fin(x):
     return float(x) if math.isfinite(x) else None
 
 
-def summarize(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps: float, *,
-              pretrained: str = "pretrained", n_boot: int = 2000, seed: int = 0) -> dict:
-    """The study's table: per method the mean error and its CI at each N, N_eps (grid and
-    interpolated); the best baseline, the ratio and its bootstrap CI.
+def summarize(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps_grid: Sequence[float], *,
+              pretrained: str = "pretrained", n_boot: int = N_BOOT, seed: int = 0,
+              confidence: float = CONFIDENCE) -> dict:
+    """The study's tables over the eps grid.
 
     Parameters
     ----------
-    table : mapping method -> array (len(Ns), n_seeds) of test errors (seeds in the same order
-        for every method).
-    Ns : increasing grid of sample sizes.
+    table : mapping method -> array (U, K, len(Ns)) of test errors (the same seeds for every
+        method); a 2-d array (len(Ns), K) is read as one upstream seed.
+    Ns : strictly increasing grid of sample sizes.
+    eps_grid : the targets.
 
     Returns
     -------
-    dict (JSON-ready; infinite N_eps are ``None`` with ``reached`` false).
+    dict (JSON-ready): ``methods`` (mean curve and its bootstrap band, N_eps per eps),
+    ``by_eps`` (one row per eps: N_eps of every method with brackets and flags, best baseline,
+    ratio, CI, per-upstream ratios), ``n_upstream``, ``n_downstream``, ``bootstrap``.
     """
     Ns = [int(n) for n in Ns]
-    if sorted(Ns) != Ns or len(set(Ns)) != len(Ns):
-        raise ValueError("Ns must be strictly increasing")
+    grid = _check_grid(Ns)
+    if int(grid[-1]) != Ns[-1] or list(grid.astype(int)) != Ns:
+        raise ValueError("Ns must be integers")
     if pretrained not in table:
         raise ValueError(f"the table has no {pretrained!r} method")
     baselines = [m for m in table if m != pretrained]
     if not baselines:
         raise ValueError("the table needs at least one baseline")
-    shapes = {np.asarray(e).shape for e in table.values()}
-    if len(shapes) != 1 or next(iter(shapes))[0] != len(Ns):
-        raise ValueError(f"every method needs an array of shape ({len(Ns)}, n_seeds); got "
-                         f"{sorted(shapes)}")
-    methods = {}
-    ne = _all_n_eps(table, Ns, eps)
+    eps_grid = [float(e) for e in eps_grid]
+    if not eps_grid or not all(0.0 < e < 1.0 for e in eps_grid):
+        raise ValueError("eps_grid must hold targets in (0, 1)")
+    arrays = {}
     for m, e in table.items():
         e = np.asarray(e, dtype=np.float64)
-        mean, lo, hi = mean_ci(e)
-        methods[m] = {"N": Ns, "mean": mean.tolist(), "ci_low": lo.tolist(),
-                      "ci_high": hi.tolist(), "std": e.std(axis=1, ddof=1).tolist()
-                      if e.shape[1] > 1 else [math.nan] * len(Ns),
-                      "n_eps": _finite_or_none(ne[m]),
-                      "n_eps_grid": _finite_or_none(n_eps_grid(Ns, mean, eps)),
-                      "reached": bool(math.isfinite(ne[m])),
-                      # already <= eps at the smallest N: N_eps is only known to be <= N_0
-                      "at_grid_start": bool(mean[0] <= eps)}
-    best = min(baselines, key=lambda m: (ne[m], baselines.index(m)))
-    ratio = ratio_of(ne[best], ne[pretrained])
-    lo, hi, reps = bootstrap_ratio(table, Ns, eps, pretrained, baselines, n_boot, seed)
-    return {
-        "eps": float(eps),
-        "N": Ns,
-        "n_seeds": int(np.asarray(table[pretrained]).shape[1]),
-        "methods": methods,
-        "n_eps": {m: _finite_or_none(v) for m, v in ne.items()},
-        "best_baseline": best,
-        "ratio": _finite_or_none(ratio),
-        "ratio_censored": bool(math.isinf(ratio)),
-        # the ratio is only a lower bound when the pretrained curve is below eps from the first
-        # grid point on (N_eps(pretrained) <= N_0) or no baseline reaches eps (ratio_censored)
-        "ratio_is_lower_bound": bool(math.isinf(ratio) or methods[pretrained]["at_grid_start"]),
-        "ratio_lower_bound": _finite_or_none(Ns[-1] / ne[pretrained])
-        if math.isinf(ratio) and math.isfinite(ne[pretrained]) else None,
-        "ratio_ci": [_finite_or_none(lo), _finite_or_none(hi)],
-        "ratio_ci_censored": [bool(math.isinf(lo)), bool(math.isinf(hi))],
-        "bootstrap": {"replicates": int(n_boot), "confidence": CONFIDENCE,
-                      "fraction_infinite": float(np.mean(np.isinf(reps))),
-                      "fraction_pretrained_unreached": float(np.mean(reps == 0.0))},
-    }
+        if e.ndim == 2:
+            e = e.T[None, :, :]
+        arrays[m] = e
+    shapes = {a.shape for a in arrays.values()}
+    if len(shapes) != 1 or next(iter(shapes))[2] != len(Ns):
+        raise ValueError(f"every method needs an array of shape (U, K, {len(Ns)}); got "
+                         f"{sorted(shapes)}")
+    U, K, _ = next(iter(shapes))
+    n_max = float(Ns[-1])
+    methods = [pretrained] + baselines
+    W = bootstrap_weights(U, K, n_boot, seed)
+    means = {m: arrays[m].mean(axis=(0, 1)) for m in methods}
+    reps = {m: np.einsum("buk,ukn->bn", W, arrays[m]) / (U * K) for m in methods}
+    per_up = {m: arrays[m].mean(axis=1) for m in methods}           # (U, nN)
+    alpha = (1 - confidence) / 2
+
+    out_methods = {}
+    for m in methods:
+        out_methods[m] = {"N": Ns, "mean": means[m].tolist(),
+                          "ci_low": _order_stat(reps[m], alpha).tolist(),
+                          "ci_high": _order_stat(reps[m], 1 - alpha).tolist(),
+                          "n_eps": [], "reached": []}
+    rows = []
+    for eps in eps_grid:
+        ne = {m: n_eps(Ns, means[m], eps) for m in methods}
+        best = min(baselines, key=lambda m: (ne[m], baselines.index(m)))
+        ratio = float(ratio_of(ne[best], ne[pretrained], n_max))
+        ne_b = {m: n_eps_batch(Ns, reps[m], eps) for m in methods}
+        best_b = np.min(np.stack([ne_b[m] for m in baselines]), axis=0)
+        r_b = ratio_of(best_b, ne_b[pretrained], n_max)
+        ne_u = {m: n_eps_batch(Ns, per_up[m], eps) for m in methods}
+        best_u = np.min(np.stack([ne_u[m] for m in baselines]), axis=0)
+        r_u = ratio_of(best_u, ne_u[pretrained], n_max)
+        pre_censored = math.isinf(ne[pretrained])
+        best_censored = math.isinf(ne[best])
+        at_start = bool(means[pretrained][0] <= eps and Ns[0] > 1)
+        for m in methods:
+            out_methods[m]["n_eps"].append(_fin(ne[m]))
+            out_methods[m]["reached"].append(bool(math.isfinite(ne[m])))
+        rows.append({
+            "eps": eps,
+            "n_eps": {m: _fin(ne[m]) for m in methods},
+            "n_eps_bracket": {m: list(n_eps_bracket(Ns, means[m], eps)) for m in methods},
+            "censored": {m: bool(math.isinf(ne[m])) for m in methods},
+            "best_baseline": best,
+            "ratio": ratio,
+            "ratio_is_lower_bound": bool(best_censored and not pre_censored) or at_start,
+            "pretrained_censored": pre_censored,
+            "pretrained_at_grid_start": at_start,
+            "ratio_ci": [float(_order_stat(r_b, alpha)), float(_order_stat(r_b, 1 - alpha))],
+            "fraction_pretrained_censored": float(np.mean(np.isinf(ne_b[pretrained]))),
+            "fraction_baselines_censored": float(np.mean(np.isinf(best_b))),
+            "per_upstream_ratio": [float(x) for x in r_u],
+        })
+    return {"N": Ns, "eps_grid": eps_grid, "n_upstream": int(U), "n_downstream": int(K),
+            "pretrained": pretrained, "baselines": baselines, "methods": out_methods,
+            "by_eps": rows,
+            "bootstrap": {"kind": "hierarchical (upstream, then downstream within)",
+                          "replicates": int(n_boot), "confidence": float(confidence),
+                          "seed": int(seed)}}

@@ -1,12 +1,14 @@
 """Sweeps of the transfer study: cells, per-cell storage, backends and resumption.
 
-A sweep is a grid of cells (method, N, seed). Each cell is an independent task
-(:func:`patchassoc.simulations.transfer.tasks.run_cell`) whose numbers depend only on the sweep's
-:class:`~patchassoc.simulations.transfer.tasks.TransferTask` and on (method, N, seed): its data come from
-generators derived from (master seed, seed, N), not from the process that runs it or the order.
+A sweep is a grid of cells (upstream, method, N, seed). ``upstream`` indexes the pretrained runs
+(one :class:`~patchassoc.simulations.transfer.tasks.TransferTask` each); ``seed`` is the downstream
+seed within that upstream run. Each cell is an independent task
+(:func:`patchassoc.simulations.transfer.tasks.run_cell`) whose numbers depend only on its task and
+on (method, N, seed): its data come from generators derived from (master seed, seed, N), not from
+the process that runs it or the order.
 
 Storage: a finished cell is written, by the coordinating process, to
-``<folder>/<method>-N<N>-s<seed>.json`` with an atomic write (temporary file + rename, via
+``<folder>/u<upstream>-<method>-N<N>-s<seed>.json`` with an atomic write (temporary file + rename, via
 :mod:`patchassoc.simulations.results`), together with the task's fingerprint. Resuming a sweep loads every
 cell whose file exists and carries the current fingerprint and computes only the others, so an
 interrupted sweep (Ctrl-C, a killed job, a failing hook) never recomputes a finished cell and
@@ -15,7 +17,7 @@ never reuses a cell of a different sweep.
 Backends: ``jobs == 1`` computes in the calling process; ``jobs > 1`` uses a local pool of
 ``jobs`` processes (``spawn`` start method, each worker pinned to one Numba thread so that
 ``jobs`` processes use ``jobs`` cores); ``dask=ADDRESS`` (or a ``distributed.Client``) submits
-the cells to a Dask cluster (the optional ``dask`` extra; the workers need this package
+the upstream x downstream cells to a Dask cluster (every task is scattered once) (the optional ``dask`` extra; the workers need this package
 importable). Whatever the backend, cells are submitted largest N first (the longest tasks first
 keeps the pool busy to the end) and a progress bar over cells is shown on stderr.
 
@@ -31,7 +33,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..progress import progress_bar
 from ..results import read_json, write_json
@@ -43,19 +45,22 @@ __all__ = ["Cell", "plan", "cell_path", "load_cell", "run_sweep", "SweepOutcome"
 
 @dataclass(frozen=True, order=True)
 class Cell:
-    """One task of the sweep: a method trained on N downstream samples of sweep seed ``seed``."""
+    """One task of the sweep: a method trained on N downstream samples of downstream seed
+    ``seed`` of the pretrained run ``upstream`` (an index into the sweep's tasks)."""
 
     method: str
     N: int
     seed: int
+    upstream: int = 0
 
     @property
     def key(self) -> str:
-        return f"{self.method}-N{self.N:06d}-s{self.seed:03d}"
+        return f"u{self.upstream:02d}-{self.method}-N{self.N:06d}-s{self.seed:03d}"
 
 
-def plan(methods: Sequence[str], Ns: Sequence[int], seeds: Iterable[int]) -> list[Cell]:
-    """All cells of the grid methods x Ns x seeds, largest N first."""
+def plan(methods: Sequence[str], Ns: Sequence[int], seeds: Iterable[int],
+         upstreams: Iterable[int] = (0,)) -> list[Cell]:
+    """All cells of the grid upstreams x methods x Ns x seeds, largest N first."""
     methods = list(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -67,7 +72,11 @@ def plan(methods: Sequence[str], Ns: Sequence[int], seeds: Iterable[int]) -> lis
     seeds = list(seeds)
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise ValueError("seeds must be distinct non-negative integers")
-    return [Cell(m, n, int(s)) for n in Ns for m in methods for s in seeds]
+    upstreams = list(upstreams)
+    if not upstreams or len(set(upstreams)) != len(upstreams) or min(upstreams) < 0:
+        raise ValueError("upstreams must be distinct non-negative integers")
+    return [Cell(m, n, int(s), int(u)) for n in Ns for m in methods for u in upstreams
+            for s in seeds]
 
 
 def default_jobs() -> int:
@@ -122,7 +131,16 @@ def _single_thread_worker() -> None:
     numba.set_num_threads(1)
 
 
-def run_sweep(task: TransferTask, cells: Sequence[Cell], folder: str | Path, *,
+def _tasks_of(task) -> dict[int, TransferTask]:
+    if isinstance(task, TransferTask):
+        return {0: task}
+    tasks = dict(task) if isinstance(task, Mapping) else dict(enumerate(task))
+    if not tasks or not all(isinstance(t, TransferTask) for t in tasks.values()):
+        raise ValueError("task must be a TransferTask, or a sequence / mapping of them")
+    return tasks
+
+
+def run_sweep(task, cells: Sequence[Cell], folder: str | Path, *,
               jobs: int | None = None, dask=None, progress: bool = False,
               on_cell: Callable[[Cell, CellResult], None] | None = None,
               compute: Callable[[TransferTask, Cell], CellResult] = _compute) -> SweepOutcome:
@@ -130,8 +148,8 @@ def run_sweep(task: TransferTask, cells: Sequence[Cell], folder: str | Path, *,
 
     Parameters
     ----------
-    task : TransferTask
-        The upstream run, the downstream setting and the master seed.
+    task : TransferTask, or a sequence / mapping upstream index -> TransferTask
+        The upstream runs, the downstream setting and the master seeds; cell.upstream indexes it.
     cells : sequence of Cell
     folder : path
         Where cells are stored (created if needed).
@@ -156,11 +174,15 @@ def run_sweep(task: TransferTask, cells: Sequence[Cell], folder: str | Path, *,
     jobs = default_jobs() if jobs is None else int(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
-    fingerprint = task.fingerprint()
+    tasks = _tasks_of(task)
+    missing = sorted({c.upstream for c in cells} - set(tasks))
+    if missing:
+        raise ValueError(f"cells refer to upstream run(s) {missing} with no task")
+    fingerprints = {u: t.fingerprint() for u, t in tasks.items()}
     results: dict[Cell, CellResult] = {}
     todo: list[Cell] = []
     for cell in cells:
-        stored = load_cell(folder, cell, fingerprint)
+        stored = load_cell(folder, cell, fingerprints[cell.upstream])
         if stored is None:
             todo.append(cell)
         else:
@@ -171,6 +193,7 @@ def run_sweep(task: TransferTask, cells: Sequence[Cell], folder: str | Path, *,
     bar.update(len(reused))
 
     def store(cell: Cell, result: CellResult) -> None:
+        fingerprint = fingerprints[cell.upstream]
         if result.fingerprint != fingerprint:
             result = CellResult.from_dict(dict(result.to_dict(), fingerprint=fingerprint))
         write_json(cell_path(folder, cell), result.to_dict())
@@ -184,24 +207,24 @@ def run_sweep(task: TransferTask, cells: Sequence[Cell], folder: str | Path, *,
         if not todo:
             pass
         elif dask is not None:
-            _run_dask(dask, task, todo, store, compute)
+            _run_dask(dask, tasks, todo, store, compute)
         elif jobs == 1:
             for cell in todo:
-                store(cell, compute(task, cell))
+                store(cell, compute(tasks[cell.upstream], cell))
         else:
-            _run_pool(jobs, task, todo, store, compute)
+            _run_pool(jobs, tasks, todo, store, compute)
     finally:
         bar.close()
     return SweepOutcome(results=results, computed=tuple(computed), reused=reused,
                         seconds=time.perf_counter() - t0)
 
 
-def _run_pool(jobs: int, task, todo, store, compute) -> None:
+def _run_pool(jobs: int, tasks, todo, store, compute) -> None:
     ctx = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
                                initializer=_single_thread_worker)
     try:
-        pending = {pool.submit(compute, task, cell): cell for cell in todo}
+        pending = {pool.submit(compute, tasks[cell.upstream], cell): cell for cell in todo}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=lambda f: pending[f]):
@@ -215,7 +238,7 @@ def _run_pool(jobs: int, task, todo, store, compute) -> None:
     pool.shutdown(wait=True)
 
 
-def _run_dask(dask, task, todo, store, compute) -> None:
+def _run_dask(dask, tasks, todo, store, compute) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -225,8 +248,10 @@ def _run_dask(dask, task, todo, store, compute) -> None:
     client = Client(dask) if own else dask
     futures = []
     try:
-        [task_f] = client.scatter([task], broadcast=True)
-        futures = [client.submit(compute, task_f, cell, pure=False) for cell in todo]
+        keys = sorted(tasks)
+        scattered = dict(zip(keys, client.scatter([tasks[u] for u in keys], broadcast=True)))
+        futures = [client.submit(compute, scattered[cell.upstream], cell, pure=False)
+                   for cell in todo]
         index = {f.key: cell for f, cell in zip(futures, todo)}
         for fut, result in as_completed(futures, with_results=True):
             store(index[fut.key], result)

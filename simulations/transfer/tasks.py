@@ -85,8 +85,8 @@ class TransferSetting:
     Parameters
     ----------
     sigma : float
-        Downstream patch-noise level sigma~ (the reference setting of ``patchassoc transfer``
-        has sigma~ sqrt(d) = 3).
+        Downstream patch-noise level sigma~ (``patchassoc transfer`` sets it by the declared
+        rule of :mod:`patchassoc.simulations.transfer.protocol`).
     q : float
         Downstream feature-noise probability q~.
     noise : {"isotropic", "orthogonal"}

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from patchassoc.simulations import kernels
 from patchassoc.simulations.commands.transfer import claim5
 from patchassoc.simulations.results import to_jsonable
 from patchassoc.simulations.sampler import unit_vector
 from patchassoc.simulations.transfer import analysis
+from patchassoc.simulations.transfer import protocol as P
 from patchassoc.simulations.transfer.tasks import (IDENTITY_LOGIT, METHODS, TransferSetting, TransferTask,
                                         Upstream, cell_streams, downstream_feature,
                                         measure_test_error, method_logits, relabel, run_cell,
@@ -219,120 +221,283 @@ def test_run_cell_rejects_bad_input():
         run_cell(task, "pretrained", 0, 0)
 
 
-# -- statistics ---------------------------------------------------------------------------------
-def test_n_eps_log_linear_interpolation():
-    Ns = [10, 100, 1000]
-    # first crossing between 100 (0.1) and 1000 (0.01): log N = log 100 + (0.05/0.09) log 10
-    assert analysis.n_eps(Ns, [0.2, 0.1, 0.01], 0.05) == pytest.approx(
-        100 * 10 ** (0.05 / 0.09), rel=1e-12)
-    assert analysis.n_eps(Ns, [0.04, 0.1, 0.01], 0.05) == 10.0       # reached at the first N
-    assert analysis.n_eps(Ns, [0.2, 0.05, 0.01], 0.05) == pytest.approx(100.0, rel=1e-12)
-    assert math.isinf(analysis.n_eps(Ns, [0.2, 0.1, 0.06], 0.05))
-    # the first crossing counts even if the curve goes back up (budget-limited large N)
-    assert analysis.n_eps(Ns, [0.2, 0.04, 0.3], 0.05) == pytest.approx(
-        10 * 10 ** (0.15 / 0.16), rel=1e-12)
-    assert analysis.n_eps_grid(Ns, [0.2, 0.1, 0.01], 0.05) == 1000.0
-    assert math.isinf(analysis.n_eps_grid(Ns, [0.2, 0.1, 0.06], 0.05))
+# -- the declared setting (SPEC section 6, item 5) ----------------------------------------------
+def _spec_item5() -> str:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "SPEC.md").read_text()
+    start = text.index("5. Transfer:")
+    end = text.index("\n6. ", start)
+    return " ".join(text[start:end].split())
 
 
-def test_mean_ci_is_the_student_t_interval():
-    e = np.array([[0.1, 0.2, 0.3, 0.4], [1.0, 1.0, 1.0, 1.0]])
-    mean, lo, hi = analysis.mean_ci(e)
-    half = stats.t.ppf(0.975, 3) * np.std(e[0], ddof=1) / 2.0
-    assert mean[0] == pytest.approx(0.25, rel=1e-15)
-    assert hi[0] - mean[0] == pytest.approx(half, rel=1e-12)
-    assert mean[0] - lo[0] == pytest.approx(half, rel=1e-12)
-    assert lo[1] == hi[1] == 1.0
+def test_protocol_constants_match_the_spec_text():
+    """The code reads the setting from protocol.py; this checks protocol.py against the SPEC's
+    declared text, so neither can change without the other."""
+    spec = _spec_item5()
+    eps = re.search(r"eps grid: (\d+) %, (\d+) %, \.\.\., (\d+) % \((\d+) targets\)", spec)
+    assert eps, "eps grid sentence not found in SPEC item 5"
+    first, second, last, count = (int(g) for g in eps.groups())
+    assert P.EPS_GRID == tuple(round(k / 100, 2) for k in range(first, last + 1, second - first))
+    assert len(P.EPS_GRID) == count
+    grid = re.search(r"every integer 1 to (\d+), then (\d+), (\d+), \.\.\., (\d+) \(N_max = (\d+)",
+                     spec)
+    assert grid
+    top, g1, g2, last_n, n_max = (int(g) for g in grid.groups())
+    geometric = [g1]
+    while geometric[-1] < last_n:
+        geometric.append(geometric[-1] * (g2 // g1))
+    assert P.N_GRID == tuple(range(1, top + 1)) + tuple(geometric)
+    assert P.N_MAX == n_max == last_n == P.N_GRID[-1]
+    seeds = re.search(r"(\d+) upstream x (\d+) downstream seeds", spec)
+    assert (P.UPSTREAM_SEEDS, P.DOWNSTREAM_SEEDS) == tuple(int(g) for g in seeds.groups())
+    assert re.search(r"upstream seeds s, s\+1, \.\.\., s\+(\d+)", spec).group(1) == \
+        str(P.UPSTREAM_SEEDS - 1)
+    assert f"diagonal {P.UPSTREAM_DIAGONAL}" in spec
+    floor = re.search(r"equals eps_min / 2 = ([\d.]+) %", spec)
+    assert float(floor.group(1)) / 100 == pytest.approx(P.FLOOR_TARGET, rel=1e-12)
+    assert P.FLOOR_TARGET == P.EPS_GRID[0] / 2
+    images = re.search(r"on ([\d,]+) projected images", spec)
+    assert int(images.group(1).replace(",", "")) == P.CALIBRATION_IMAGES
+    scales = re.search(r"over (\d+) log-spaced a in \[([\d.]+), 10\^([\d.]+)\]", spec)
+    assert len(P.CALIBRATION_SCALES) == int(scales.group(1))
+    assert P.CALIBRATION_SCALES[0] == pytest.approx(float(scales.group(2)), rel=1e-12)
+    assert P.CALIBRATION_SCALES[-1] == pytest.approx(10 ** float(scales.group(3)), rel=1e-12)
+    proto = re.search(r"omega = ([\de.-]+); eta_v = ([\d.]+); at most (\d+) full-batch steps or "
+                      r"training loss <= ([\d.]+)", spec)
+    assert (P.OMEGA, P.ETA_V, P.STEPS, P.TOL) == (float(proto.group(1)), float(proto.group(2)),
+                                                 int(proto.group(3)), float(proto.group(4)))
+    assert int(re.search(r"test error on ([\d,]+) fresh images", spec).group(1)
+               .replace(",", "")) == P.N_TEST
+    assert int(re.search(r"bootstrap, (\d+) replicates", spec).group(1)) == P.N_BOOT
+    rule = re.search(r"is >= ([\d.]+) and the (\d+) % CI lower end is > ([\d.]+)", spec)
+    assert (P.RATIO_MIN, P.CONFIDENCE, P.CI_LOW_MIN) == (
+        float(rule.group(1)), int(rule.group(2)) / 100, float(rule.group(3)))
 
 
-def _synthetic_table(noise: float = 0.0, n_seeds: int = 10):
-    """pretrained crosses eps = 0.05 at N = 2^(1 + 0.5) (log-midpoint of 2 and 4); the uniform
-    baseline crosses at 2^(5.5), the joint one at 2^(6.5), identity never."""
-    Ns = [2 ** k for k in range(1, 9)]
-    rng = np.random.default_rng(0)
-    curves = {
-        "pretrained": [0.07, 0.03, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02],
-        "uniform": [0.3, 0.25, 0.2, 0.1, 0.07, 0.03, 0.03, 0.03],
-        "joint": [0.4, 0.4, 0.3, 0.2, 0.1, 0.07, 0.03, 0.01],
-        "identity": [0.4] * 8,
-    }
-    table = {m: np.array(c)[:, None] + noise * rng.standard_normal((8, n_seeds))
-             for m, c in curves.items()}
-    return Ns, table
+def test_the_command_reads_the_declared_setting():
+    from patchassoc.simulations.commands import transfer as command
+    cfg = preset("ref")
+    st = command.setting_for(cfg, {"sigma": 0.3})
+    assert (st.omega, st.eta_v, st.steps, st.tol, st.n_test) == (
+        P.OMEGA, P.ETA_V, P.STEPS, P.TOL, P.N_TEST)
+    assert st.q == cfg.q and st.noise == cfg.noise and st.sigma == 0.3
+    assert command.upstream_config(cfg).diagonal == P.UPSTREAM_DIAGONAL
+    assert command.upstream_config(preset("ref", param="gram")).diagonal == "trained"
 
 
-def test_summarize_ratio_and_degenerate_bootstrap():
-    Ns, table = _synthetic_table(noise=0.0)
-    s = analysis.summarize(table, Ns, 0.05, n_boot=200)
-    assert s["n_eps"]["pretrained"] == pytest.approx(2 ** 1.5, rel=1e-12)
-    assert s["n_eps"]["uniform"] == pytest.approx(2 ** 5.5, rel=1e-12)
-    assert s["n_eps"]["identity"] is None and not s["methods"]["identity"]["reached"]
-    assert s["best_baseline"] == "uniform"
-    assert s["ratio"] == pytest.approx(2 ** 4, rel=1e-12)
-    # identical seeds: every bootstrap replicate is the point estimate
-    assert s["ratio_ci"] == [pytest.approx(16.0, rel=1e-12)] * 2
-    assert not s["ratio_censored"] and not s["ratio_is_lower_bound"]
-    assert s["methods"]["pretrained"]["N"] == Ns
+# -- the block-uniform floor and the noise rule -------------------------------------------------
+def test_block_floor_matches_the_projected_test_error_of_block_uniform_attention():
+    """The calibration's fast form (set means and one Gaussian per set) has the law of the
+    general projected test error with A = B / C and v = a w~*: both agree to MC accuracy."""
+    up = tiny_upstream(L=4, C=2)
+    cfg, S = up.config, up.structure
+    wt = downstream_feature(up.w_star, np.random.default_rng(1))
+    sigma, n = 1.2 / math.sqrt(cfg.d), 60000
+    A = S.same_set() / S.C
+    setting = tiny_setting(sigma=sigma, q=cfg.q, n_test=n, test_chunk=20000)
+    for a in (0.05, 1.0, 3.0):
+        fast = P.block_floor(sigma, cfg.L, cfg.C, cfg.q, cfg.p, cfg.nu, n=n, seed=3, scales=[a])
+        slow = measure_test_error(a * wt, A, wt, S, setting, cfg.p, cfg.nu,
+                                  np.random.default_rng(9))
+        p = (fast["error"] + slow) / 2
+        assert 0.01 < p < 0.5
+        assert abs(fast["error"] - slow) <= MC_Z * math.sqrt(2 * p * (1 - p) / n)
 
 
-def test_summarize_bootstrap_ci_brackets_the_ratio_and_is_reproducible():
-    Ns, table = _synthetic_table(noise=0.01)
-    s1 = analysis.summarize(table, Ns, 0.05, n_boot=400, seed=1)
-    s2 = analysis.summarize(table, Ns, 0.05, n_boot=400, seed=1)
-    assert s1 == s2
-    lo, hi = s1["ratio_ci"]
-    assert lo < s1["ratio"] < hi
-    assert 4 < lo and hi < 64
+def test_block_floor_is_the_minimum_over_scales_and_deterministic():
+    f = P.block_floor(0.2, 4, 4, 0.35, 5, 0.03, n=20000, scales=[0.01, 1.0, 10.0])
+    assert f["error"] == min(f["errors"]) and f["scale"] in (0.01, 1.0, 10.0)
+    assert f == P.block_floor(0.2, 4, 4, 0.35, 5, 0.03, n=20000, scales=[0.01, 1.0, 10.0])
+    assert P.block_floor(0.0, 4, 4, 0.35, 5, 0.03, n=20000)["error"] <= \
+        P.block_floor(0.5, 4, 4, 0.35, 5, 0.03, n=20000)["error"]
+    with pytest.raises(ValueError, match="sigma"):
+        P.block_floor(-1.0, 4, 4, 0.35, 5, 0.03)
+    with pytest.raises(ValueError, match="scales"):
+        P.block_floor(0.1, 4, 4, 0.35, 5, 0.03, scales=[])
 
 
-def test_summarize_censoring():
-    Ns, table = _synthetic_table()
-    only_bad = {"pretrained": table["pretrained"], "identity": table["identity"]}
-    s = analysis.summarize(only_bad, Ns, 0.05, n_boot=50)
-    assert s["ratio"] is None and s["ratio_censored"] and s["ratio_is_lower_bound"]
-    assert s["ratio_lower_bound"] == pytest.approx(256 / 2 ** 1.5, rel=1e-12)
-    assert s["ratio_ci"] == [None, None] and s["ratio_ci_censored"] == [True, True]
-    never = {"pretrained": table["identity"], "uniform": table["uniform"]}
-    s = analysis.summarize(never, Ns, 0.05, n_boot=50)
-    assert s["ratio"] == 0.0 and s["ratio_ci"] == [0.0, 0.0]
+def test_calibrate_sigma_brackets_the_target():
+    d, n = 256, 20000
+    cal = P.calibrate_sigma(d, 4, 4, 0.35, 5, 0.03, n=n, iterations=12)
+    lo, hi = cal["bracket"]
+    assert lo < hi and hi / lo < 1.01
+    assert cal["sigma"] == pytest.approx(hi / math.sqrt(d), rel=1e-15)
+    assert cal["floor"] >= P.FLOOR_TARGET
+    below = P.block_floor(lo / math.sqrt(d), 4, 4, 0.35, 5, 0.03, n=n)["error"]
+    assert below < P.FLOOR_TARGET
+    with pytest.raises(ValueError, match="does not cross"):
+        P.calibrate_sigma(d, 4, 4, 0.35, 5, 0.03, n=n, bracket=(0.05, 0.1))
+
+
+# -- N_eps, ratio, hierarchical bootstrap ------------------------------------------------------
+NS = [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64]
+
+
+def test_n_eps_is_exact_on_the_integer_grid_and_interpolated_beyond():
+    curve = [0.5, 0.3, 0.2, 0.12, 0.09, 0.08, 0.07, 0.06, 0.04, 0.02, 0.01]
+    assert analysis.n_eps(NS, curve, 0.1) == 5.0          # first integer with mean <= eps
+    assert analysis.n_eps(NS, curve, 0.5) == 1.0          # N = 1 is exact, not a bound
+    assert analysis.n_eps(NS, curve, 0.06) == 8.0
+    # between 8 (0.06) and 16 (0.04): log N = log 8 + (0.01 / 0.02) log 2
+    assert analysis.n_eps(NS, curve, 0.05) == pytest.approx(8 * 2 ** 0.5, rel=1e-12)
+    assert analysis.n_eps_bracket(NS, curve, 0.05) == (8.0, 16.0)
+    assert analysis.n_eps_bracket(NS, curve, 0.1) == (4.0, 5.0)
+    assert analysis.n_eps_bracket(NS, curve, 0.5) == (0.0, 1.0)
+    assert math.isinf(analysis.n_eps(NS, curve, 0.005))    # censored, never extrapolated
+    assert analysis.n_eps_bracket(NS, curve, 0.005) == (64.0, None)
+    # the first crossing counts even if the curve goes back up
+    assert analysis.n_eps(NS, [0.5] * 7 + [0.09, 0.5, 0.5, 0.5], 0.1) == 8.0
+    batch = analysis.n_eps_batch(NS, np.array([curve, curve[::-1]]), 0.05)
+    assert batch[0] == analysis.n_eps(NS, curve, 0.05) and batch[1] == 1.0
+    with pytest.raises(ValueError, match="increasing"):
+        analysis.n_eps([1, 1, 2], [0.1, 0.1, 0.1], 0.05)
+
+
+def test_ratio_conventions():
+    r = analysis.ratio_of(np.array([40.0, np.inf, 40.0, np.inf]),
+                          np.array([4.0, 4.0, np.inf, np.inf]), 512.0)
+    assert r.tolist() == [10.0, 128.0, 0.0, 0.0]
+
+
+def test_bootstrap_weights_resample_upstream_then_downstream():
+    U, K, B = 4, 5, 300
+    W = analysis.bootstrap_weights(U, K, B, seed=2)
+    assert W.shape == (B, U, K)
+    assert np.all(W.sum(axis=(1, 2)) == U * K)
+    # an upstream seed is drawn a whole number of times, each time with K downstream draws
+    assert np.all(W.sum(axis=2) % K == 0)
+    assert np.array_equal(W, analysis.bootstrap_weights(U, K, B, seed=2))
+    assert not np.array_equal(W, analysis.bootstrap_weights(U, K, B, seed=3))
+    # each upstream seed is drawn U / U = 1 time on average, each cell once
+    assert abs(W.mean() - 1.0) < 0.05
+
+
+def _table(curves: dict, U: int = 2, K: int = 3, up_noise: float = 0.0,
+           down_noise: float = 0.0, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for m, c in curves.items():
+        c = np.asarray(c, dtype=float)
+        up = up_noise * rng.standard_normal((U, 1, 1))
+        down = down_noise * rng.standard_normal((U, K, c.size))
+        out[m] = c[None, None, :] + up + down
+    return out
+
+
+CURVES = {   # pretrained reaches 0.1 at N = 2 and 0.05 at N = 4; uniform at 16 and ~45
+    "pretrained": [0.2, 0.1, 0.08, 0.05, 0.04, 0.03, 0.03, 0.03, 0.03, 0.03, 0.03],
+    "uniform": [0.4, 0.35, 0.3, 0.3, 0.25, 0.2, 0.15, 0.12, 0.1, 0.06, 0.04],
+    "identity": [0.45] * 11,
+}
+
+
+def test_summarize_point_values_and_degenerate_bootstrap():
+    s = analysis.summarize(_table(CURVES), NS, [0.05, 0.09], n_boot=200)
+    r05, r09 = s["by_eps"]
+    n09 = 16 * 2 ** ((0.1 - 0.09) / (0.1 - 0.06))
+    assert r09["n_eps"] == {"pretrained": 3.0, "uniform": pytest.approx(n09, rel=1e-12),
+                            "identity": None}
+    assert r09["best_baseline"] == "uniform"
+    assert r09["ratio"] == pytest.approx(n09 / 3, rel=1e-12)
+    # identical seeds: every replicate is the point estimate
+    assert r09["ratio_ci"] == [pytest.approx(n09 / 3, rel=1e-12)] * 2
+    n05 = 32 * 2 ** ((0.06 - 0.05) / (0.06 - 0.04))
+    assert r05["n_eps"]["uniform"] == pytest.approx(n05, rel=1e-12)
+    assert r05["n_eps_bracket"]["uniform"] == [32.0, 64.0]
+    assert r05["ratio"] == pytest.approx(n05 / 4, rel=1e-12)
+    assert r05["censored"]["identity"] and not r05["ratio_is_lower_bound"]
+    assert s["methods"]["pretrained"]["n_eps"] == [4.0, 3.0]
+    assert (s["n_upstream"], s["n_downstream"]) == (2, 3)
+    assert r09["per_upstream_ratio"] == [pytest.approx(n09 / 3, rel=1e-12)] * 2
+
+
+def test_hierarchical_bootstrap_carries_upstream_variance():
+    """Downstream seeds identical within an upstream seed, upstream seeds different: a bootstrap
+    over downstream seeds alone would give a zero-width CI; the hierarchical one must not."""
+    s = analysis.summarize(_table(CURVES, U=5, K=4, up_noise=0.02), NS, [0.1], n_boot=400,
+                           seed=1)
+    row = s["by_eps"][0]
+    lo, hi = row["ratio_ci"]
+    assert lo < hi
+    assert len(set(row["per_upstream_ratio"])) > 1
+    assert min(row["per_upstream_ratio"]) <= hi and max(row["per_upstream_ratio"]) >= lo
+    band = np.array(s["methods"]["uniform"]["ci_high"]) - np.array(s["methods"]["uniform"]
+                                                                  ["ci_low"])
+    assert np.all(band > 0)
+    again = analysis.summarize(_table(CURVES, U=5, K=4, up_noise=0.02), NS, [0.1], n_boot=400,
+                               seed=1)
+    assert again == s
+
+
+def test_summarize_censoring_flags():
+    only = {"pretrained": CURVES["pretrained"], "identity": CURVES["identity"]}
+    row = analysis.summarize(_table(only), NS, [0.045], n_boot=50)["by_eps"][0]
+    assert row["censored"]["identity"] and row["ratio_is_lower_bound"]
+    assert row["ratio"] == 64 / 5 and row["ratio_ci"] == [64 / 5, 64 / 5]
+    assert row["fraction_baselines_censored"] == 1.0
+    never = {"pretrained": CURVES["identity"], "uniform": CURVES["uniform"]}
+    row = analysis.summarize(_table(never), NS, [0.05], n_boot=50)["by_eps"][0]
+    assert row["pretrained_censored"] and row["ratio"] == 0.0 and row["ratio_ci"] == [0.0, 0.0]
+    # a grid that does not start at 1: reached at the first point is only a bound, flagged
+    row = analysis.summarize(_table({k: v[1:] for k, v in CURVES.items()}), NS[1:], [0.1],
+                             n_boot=50)["by_eps"][0]
+    assert row["pretrained_at_grid_start"] and row["ratio_is_lower_bound"]
     with pytest.raises(ValueError, match="shape"):
-        analysis.summarize({"pretrained": table["pretrained"][:3], "uniform": table["uniform"]},
-                           Ns, 0.05)
+        analysis.summarize({"pretrained": np.zeros((2, 3, 4)), "uniform": np.zeros((2, 3, 5))},
+                           NS[:4], [0.1])
 
 
-def test_claim5_thresholds():
-    base = {"eps": 0.05, "best_baseline": "joint", "n_eps": {}, "ratio_censored": False,
-            "ratio_lower_bound": None, "ratio_ci_censored": [False, False]}
-    assert claim5(dict(base, ratio=10.0, ratio_ci=[5.0, 20.0]))["passed"]
-    assert not claim5(dict(base, ratio=7.9, ratio_ci=[5.0, 20.0]))["passed"]
-    assert not claim5(dict(base, ratio=10.0, ratio_ci=[3.9, 20.0]))["passed"]
-    censored = dict(base, ratio=None, ratio_censored=True, ratio_lower_bound=12.0,
-                    ratio_ci=[None, None], ratio_ci_censored=[True, True])
-    assert claim5(censored)["passed"]
-    assert not claim5(dict(censored, ratio_lower_bound=6.0))["passed"]
-    c = claim5(dict(base, ratio=10.0, ratio_ci=[5.0, 20.0]))
-    assert set(c) == {"claim", "measured", "threshold", "passed", "detail"}
-    assert c["threshold"] == {"ratio": 8.0, "ratio_ci_low": 4.0}
-    assert "ratio 10, 95 % CI 5 to 20" in c["detail"]
-    assert "(lower bound)" in claim5(censored)["detail"]
+# -- claim 5 ------------------------------------------------------------------------------------
+def _summary_rows(ratios, lows, bounds=None):
+    bounds = bounds or [False] * len(ratios)
+    return {"by_eps": [{"eps": e, "ratio": r, "ratio_ci": [lo, 2 * r], "best_baseline": "joint",
+                        "ratio_is_lower_bound": b}
+                       for e, r, lo, b in zip(P.EPS_GRID, ratios, lows, bounds)],
+            "preview_reasons": [], "n_upstream": 5, "n_downstream": 10}
+
+
+def test_claim5_rule_over_the_whole_eps_range():
+    n = len(P.EPS_GRID)
+    ok = claim5(_summary_rows([5.0] * n, [2.5] * n))
+    assert ok["passed"] and ok["status"] == "pass" and ok["measured"]["failing_eps"] == []
+    assert set(ok) >= {"claim", "measured", "threshold", "passed", "detail", "status"}
+    assert ok["threshold"] == {"ratio": P.RATIO_MIN, "ratio_ci_low": P.CI_LOW_MIN,
+                               "eps_grid": list(P.EPS_GRID)}
+    one_low = [5.0] * n
+    one_low[-1] = 3.99
+    c = claim5(_summary_rows(one_low, [2.5] * n))
+    assert not c["passed"] and c["measured"]["failing_eps"] == [P.EPS_GRID[-1]]
+    assert "rule fails at eps = 10 %" in c["detail"]
+    lows = [2.5] * n
+    lows[0] = 2.0                                   # the CI end must be strictly above 2
+    assert not claim5(_summary_rows([5.0] * n, lows))["passed"]
+    assert claim5(_summary_rows([4.0] * n, [2.01] * n))["passed"]
+    bound = claim5(_summary_rows([5.0] * n, [2.5] * n, [True] * n))
+    assert bound["passed"] and "(lower bound)" in bound["detail"]
+    preview = dict(_summary_rows([5.0] * n, [2.5] * n), preview_reasons=["--quick"])
+    c = claim5(preview)
+    assert not c["passed"] and c["status"] == "not run" and c["rule_holds"]
+    assert "not a verdict" in c["detail"]
+    short = _summary_rows([5.0] * (n - 1), [2.5] * (n - 1))
+    assert claim5(short)["status"] == "not run"     # not the declared eps grid
 
 
 # -- figure -------------------------------------------------------------------------------------
-def test_figure_draws_one_curve_and_band_per_method(tmp_path):
+def test_figure_draws_the_ratio_band_and_the_curves(tmp_path):
     from patchassoc.figures import transfer as fig_transfer
-    Ns, table = _synthetic_table(noise=0.01)
-    s = analysis.summarize(table, Ns, 0.05, n_boot=100)
+    s = analysis.summarize(_table(CURVES, U=3, K=3, down_noise=0.005), NS, P.EPS_GRID,
+                           n_boot=100)
+    s["claim5"] = claim5(dict(s, preview_reasons=[]))
     s = json.loads(json.dumps(to_jsonable(s), sort_keys=True))   # as read back from disk
-    ax = fig_transfer.plot(s)
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert len(labels) == 4
+    ax_ratio, ax_curves = fig_transfer.plot(s)
+    assert ax_ratio.get_yscale() == "log" and ax_curves.get_xscale() == "log"
+    assert len(ax_ratio.collections) == 1               # the CI band
+    xs = ax_ratio.lines[0].get_xdata()
+    assert list(xs) == [100 * e for e in P.EPS_GRID]
+    labels = [t.get_text() for t in ax_curves.get_legend().get_texts()]
     assert labels[0].startswith("pretrained")          # fixed order, whatever the key order
-    expected = f"= {s['n_eps']['pretrained']:.3g}"
-    assert 2.5 < s["n_eps"]["pretrained"] < 3.2                              # ~ 2^1.5
-    assert any(l.startswith("pretrained") and expected in l for l in labels)
-    assert any(l.startswith("identity") and "> 256" in l for l in labels)
-    assert len(ax.collections) == 4                   # one confidence band per method
-    assert ax.get_xscale() == "log"
+    assert len(ax_curves.collections) >= 3             # one band per method (+ the eps span)
+    ratio_labels = [t.get_text() for t in ax_ratio.get_legend().get_texts()]
+    assert any("lower bound" in t for t in ratio_labels)   # identity/uniform censored at 5-3 %
     paths = fig_transfer.save(s, tmp_path)
     assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
     assert all(p.stat().st_size > 1000 for p in paths)

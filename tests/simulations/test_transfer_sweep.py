@@ -1,6 +1,6 @@
-"""Sweeps of the transfer study: the plan, per-cell storage, the process pool, the Dask backend,
-resumption after an interruption (no finished cell recomputed, the same table), and the
-``patchassoc transfer`` command on the tiny preset."""
+"""Sweeps of the transfer study: the plan, per-cell storage, several upstream runs, the process
+pool, the Dask backend, resumption after an interruption (no finished cell recomputed, the same
+table), and the ``patchassoc transfer`` command on the tiny preset."""
 from __future__ import annotations
 
 import json
@@ -12,6 +12,7 @@ import pytest
 from patchassoc.simulations.cli import main
 from patchassoc.simulations.results import read_json
 from patchassoc.simulations.transfer import analysis
+from patchassoc.simulations.transfer import protocol as P
 from patchassoc.simulations.transfer.sweep import Cell, cell_path, load_cell, plan, run_sweep
 from patchassoc.simulations.transfer.tasks import METHODS, TransferTask, run_cell
 
@@ -27,9 +28,11 @@ def tiny_task(**setting) -> TransferTask:
 
 def table_of(outcome, cells) -> dict:
     """The study's table (mean errors, CIs, N_eps, ratio) from a sweep's results."""
-    errors = {m: np.array([[outcome.results[c].test_error for c in cells
-                            if c.method == m and c.N == n] for n in sorted(NS)]) for m in METHODS}
-    return analysis.summarize(errors, sorted(NS), 0.2, n_boot=200)
+    ups = sorted({c.upstream for c in cells})
+    errors = {m: np.array([[[outcome.results[c].test_error for n in sorted(NS) for c in cells
+                             if c.method == m and c.N == n and c.seed == s and c.upstream == u]
+                            for s in SEEDS] for u in ups]) for m in METHODS}
+    return analysis.summarize(errors, sorted(NS), [0.2, 0.3], n_boot=200)
 
 
 def stored_state(folder):
@@ -73,11 +76,16 @@ def test_plan_covers_the_grid_largest_N_first():
     assert len(cells) == len(METHODS) * 2 * len(SEEDS)
     assert len(set(cells)) == len(cells)
     assert [c.N for c in cells] == sorted((c.N for c in cells), reverse=True)
-    assert Cell("joint", 8, 3).key == "joint-N000008-s003"
+    assert Cell("joint", 8, 3).key == "u00-joint-N000008-s003"
+    assert Cell("joint", 8, 3, 2).key == "u02-joint-N000008-s003"
+    both = plan(METHODS, NS, SEEDS, upstreams=(0, 1))
+    assert len(both) == 2 * len(cells) and {c.upstream for c in both} == {0, 1}
     with pytest.raises(ValueError, match="unknown method"):
         plan(["pretrained", "nope"], NS, SEEDS)
     with pytest.raises(ValueError, match="distinct"):
         plan(METHODS, NS, [0, 0])
+    with pytest.raises(ValueError, match="upstreams"):
+        plan(METHODS, NS, SEEDS, upstreams=[1, 1])
 
 
 def test_cells_are_stored_and_reloaded_exactly(tmp_path):
@@ -107,6 +115,25 @@ def test_cells_of_another_sweep_or_corrupt_files_are_recomputed(tmp_path):
     cell_path(tmp_path, cells[1]).write_text(json.dumps(dict(stored, status="interrupted at 2")))
     out = run_sweep(other, cells, tmp_path, jobs=1)
     assert out.computed == (cells[1],)
+
+
+def test_several_upstream_runs_are_separate_cells(tmp_path):
+    """Cells of two upstream runs are stored apart, computed with their own task, and a cell
+    stored for one upstream run is never reused for another."""
+    tasks = {0: tiny_task(), 1: TransferTask(tiny_upstream(seed=5), tiny_setting(), master_seed=8)}
+    cells = plan(["pretrained"], [8], [0, 1], upstreams=(0, 1))
+    out = run_sweep(tasks, cells, tmp_path, jobs=1)
+    for c in cells:
+        r = out.results[c]
+        assert r.fingerprint == tasks[c.upstream].fingerprint()
+        assert r.test_error == run_cell(tasks[c.upstream], c.method, c.N, c.seed).test_error
+    a, b = (out.results[c] for c in cells if c.seed == 0)
+    assert a.alpha != b.alpha
+    assert {p.name[:3] for p in tmp_path.glob("*.json")} == {"u00", "u01"}
+    swapped = run_sweep({0: tasks[1], 1: tasks[0]}, cells, tmp_path, jobs=1)
+    assert set(swapped.computed) == set(cells)
+    with pytest.raises(ValueError, match="no task"):
+        run_sweep({0: tasks[0]}, cells, tmp_path, jobs=1)
 
 
 # -- interruption and resumption ----------------------------------------------------------------
@@ -159,8 +186,8 @@ def test_process_pool_interrupted_and_resumed_matches_in_process_results(tmp_pat
 
 def test_dask_backend_gives_the_same_cells(tmp_path):
     distributed = pytest.importorskip("distributed")
-    task = tiny_task()
-    cells = plan(["pretrained", "joint"], NS, [0, 1])
+    task = {0: tiny_task(), 1: TransferTask(tiny_upstream(seed=5), tiny_setting(), master_seed=8)}
+    cells = plan(["pretrained", "joint"], NS, [0, 1], upstreams=(0, 1))
     serial = run_sweep(task, cells, tmp_path / "serial", jobs=1)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
@@ -173,24 +200,38 @@ def test_dask_backend_gives_the_same_cells(tmp_path):
 
 
 # -- the command --------------------------------------------------------------------------------
-def test_transfer_help_documents_the_reference_setting(capsys):
+@pytest.fixture
+def small_calibration(monkeypatch):
+    """The declared calibration uses 400,000 images; the command tests use fewer (the rule is the
+    same, tested in test_transfer.py) and a short quick grid."""
+    monkeypatch.setattr(P, "CALIBRATION_IMAGES", 20000)
+    monkeypatch.setattr(P, "CALIBRATION_ITERATIONS", 10)
+    monkeypatch.setitem(P.QUICK, "Ns", (1, 2, 3, 8))
+    monkeypatch.setitem(P.QUICK, "n_boot", 100)
+
+
+def test_transfer_help_documents_the_declared_setting(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["transfer", "--help"])
     assert exc.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "sigma~ sqrt(d) = 3, q~ = 0.5" in text
+    assert "5 upstream seeds x 10 downstream seeds" in text
+    assert "block-uniform floor is 1.5 percent" in text
+    assert "eps in {3, 4, 5, 6, 7, 8, 9, 10} percent" in text
     assert "--dask ADDRESS" in text and "--jobs K" in text and "--quick" in text
+    assert "--upstream-seeds U" in text
 
 
 def test_transfer_command_rejects_bad_options(capsys):
-    assert main(["transfer", "--eps", "1.5", "--quiet"]) == 2
-    assert "eps" in capsys.readouterr().err
     assert main(["transfer", "--seeds", "1", "--quiet"]) == 2
     assert "seeds" in capsys.readouterr().err
+    assert main(["transfer", "--upstream-seeds", "0", "--quiet"]) == 2
+    assert "upstream-seeds" in capsys.readouterr().err
     assert main(["transfer", "--jobs", "0", "--quiet"]) == 2
 
 
-def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys):
+def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys,
+                                                                small_calibration):
     out = tmp_path / "transfer"
     args = ["transfer", "--preset", "tiny", "--set", "steps=60", "--quick", "--seeds", "2",
             "--jobs", "1", "--out", str(out), "--json"]
@@ -199,44 +240,56 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
     summary = json.loads(printed)                      # exactly one JSON object on stdout
     assert printed.count("\n") == 1
     assert set(summary["methods"]) == set(METHODS)
-    for rec in summary["methods"].values():
-        assert len(rec["mean"]) == len(rec["ci_low"]) == len(rec["N"]) == len(summary["N"])
-    assert set(summary) >= {"n_eps", "ratio", "ratio_ci", "best_baseline", "claim5", "figures",
-                            "timing", "setting", "upstream"}
-    assert summary["setting"]["n_test"] >= 20000
-    assert summary["claim5"]["threshold"] == {"ratio": 8.0, "ratio_ci_low": 4.0}
-    n_cells = len(METHODS) * len(summary["N"]) * 2
+    assert summary["N"] == [1, 2, 3, 8] and summary["eps_grid"] == list(P.EPS_GRID)
+    assert [r["eps"] for r in summary["by_eps"]] == list(P.EPS_GRID)
+    for row in summary["by_eps"]:
+        assert set(row) >= {"n_eps", "ratio", "ratio_ci", "best_baseline", "censored",
+                            "per_upstream_ratio"}
+        assert len(row["per_upstream_ratio"]) == P.QUICK["upstream_seeds"]
+    assert summary["n_upstream"] == P.QUICK["upstream_seeds"] and summary["n_downstream"] == 2
+    assert summary["declared"] == json.loads(json.dumps(P.declared()))
+    assert summary["setting"]["n_test"] == P.N_TEST
+    assert summary["setting"]["calibration"]["target"] == P.FLOOR_TARGET
+    assert summary["upstream"]["config"]["diagonal"] == P.UPSTREAM_DIAGONAL
+    assert summary["claim5"]["status"] == "not run"     # a preview is never a verdict
+    assert "--quick" in summary["preview_reasons"]
+    n_cells = len(METHODS) * len(summary["N"]) * 2 * P.QUICK["upstream_seeds"]
     assert summary["timing"]["cells_computed"] == n_cells
     assert len(list((out / "cells").glob("*.json"))) == n_cells
     assert all((out / name).exists() for name in ("transfer.json", "transfer.png",
-                                                  "transfer.pdf", "pretrained/arrays.npz"))
+                                                  "transfer.pdf", "calibration.json",
+                                                  "pretrained/u0/arrays.npz",
+                                                  "pretrained/u1/arrays.npz"))
     assert main(args) == 0                             # resumed: nothing recomputed
     again = json.loads(capsys.readouterr().out)
     assert again["timing"]["cells_computed"] == 0 and again["timing"]["cells_reused"] == n_cells
-    assert again["upstream"]["source"] == str(out / "pretrained")
-    for key in ("methods", "n_eps", "ratio", "ratio_ci"):
+    assert again["setting"]["calibration"]["source"] == str(out / "calibration.json")
+    assert [r["source"] for r in again["upstream"]["runs"]] == \
+        [str(out / "pretrained" / f"u{u}") for u in range(P.QUICK["upstream_seeds"])]
+    for key in ("methods", "by_eps"):
         assert again[key] == summary[key]
-    if summary["ratio"] is not None:
-        assert math.isfinite(summary["ratio"])
 
 
-def test_reproduce_step_reuses_the_train_step_and_lists_its_figures(tmp_path, monkeypatch):
+def test_reproduce_step_reuses_the_train_step_and_lists_its_figures(tmp_path, monkeypatch,
+                                                                    small_calibration):
     from pathlib import Path
 
     from patchassoc.simulations.commands import transfer as command
     from patchassoc.simulations.train import train
     from patchassoc.theory.config import preset
 
-    monkeypatch.setitem(command.QUICK, "Ns", (4, 16))
-    monkeypatch.setitem(command.QUICK, "seeds", 2)
+    monkeypatch.setitem(P.QUICK, "Ns", (1, 4))
+    monkeypatch.setitem(P.QUICK, "downstream_seeds", 2)
     config = preset("tiny", steps=40)
-    # the reproduction's train step: the same run, tested on another number of images
-    train(config.replace(n_test=700), seed=3).save(tmp_path / "train")
+    # the reproduction's train step: the same run (claim 2's diagonal), other test images
+    train(command.upstream_config(config).replace(n_test=700), seed=3).save(tmp_path / "train")
     summary = command.reproduce_step(tmp_path / "transfer", config, 3, True, False)
-    assert summary["upstream"]["source"] == str(tmp_path / "train")
-    assert not (tmp_path / "transfer" / "pretrained").exists()
+    assert summary["upstream"]["runs"][0]["source"] == str(tmp_path / "train")
+    assert summary["upstream"]["runs"][1]["source"] == "trained"
+    assert summary["upstream_seeds"] == [3, 4]
+    assert not (tmp_path / "transfer" / "pretrained" / "u0").exists()
     assert summary["figures"] and all(Path(p).exists() for p in summary["figures"])
     assert {Path(p).suffix for p in summary["figures"]} == {".png", ".pdf"}
-    assert summary["N"] == [4, 16] and summary["n_seeds"] == 2
+    assert summary["N"] == [1, 4] and summary["n_downstream"] == 2
     assert "exit_status" not in summary
-    assert set(command.claim5(summary)) == {"claim", "measured", "threshold", "passed", "detail"}
+    assert set(command.claim5(summary)) >= {"claim", "measured", "threshold", "passed", "detail"}
