@@ -1,11 +1,13 @@
-"""Risk, error and within-set mass of the explicit solutions against lambda (Q = lambda Q_hat).
+"""Risk, error and set-mate share of the explicit solutions against lambda (Q = lambda Q_hat).
 
 One line per construction (block-uniform, identity, uniform, wrong partition, shifted blocks);
 solid lines with circles are exact multiset enumerations, dashed lines with squares brute-force
 enumerations, error bars Monte Carlo 95 % intervals. The error panel draws the exact Bayes error
 and the generalization threshold (2 x Bayes + 0.1 %); the GD solutions appear as stars at their
 effective lambda, the gap b - c between within-set and across-set logits of their (projected)
-logits, which is lambda for block-uniform attention. Reads a saved
+logits, which is lambda for block-uniform attention. The third panel is the paper's association
+(SPEC section 3): the minimum set-mate share, filled markers where Def. 2.2 holds in every row.
+Reads a saved
 :class:`patchassoc.simulations.solutions.SolutionsResult`; never recomputes.
 
 References
@@ -44,6 +46,7 @@ def plot(result, axes=None):
     else:
         fig = axes[0].figure
     lam = np.asarray(result.lambdas, dtype=float)
+    cfg = result.config
     for name in th.CONSTRUCTIONS:
         cur = result.curves[name]
         meth = list(result.curve_methods[name])
@@ -62,8 +65,10 @@ def plot(result, axes=None):
                 hi = np.maximum(cur[f"{key}_high"][mc], _FLOOR)
                 ax.errorbar(lam[mc], y[mc], yerr=[y[mc] - lo, hi - y[mc]], fmt="none",
                             ecolor=col, capsize=2)
-        axes[2].plot(lam, cur["mass_min"], ls=ls, color=col, lw=1.4, marker="o", ms=3,
-                     label=th.LABELS[name])
+        axes[2].plot(lam, cur["share_min"], ls=ls, color=col, lw=1.4, label=th.LABELS[name])
+        top = np.asarray(cur["topc_rows"]) == cfg.D
+        axes[2].plot(lam[top], cur["share_min"][top], "o", color=col, ms=4)
+        axes[2].plot(lam[~top], cur["share_min"][~top], "o", color=col, ms=4, mfc="none")
     bayes = result.bayes_error
     thr = th.generalization_threshold(bayes)
     axes[1].axhline(max(bayes, _FLOOR), color="grey", lw=1.0, ls=":",
@@ -71,8 +76,8 @@ def plot(result, axes=None):
     axes[1].axhline(thr, color="grey", lw=0.8, ls="-.", label=f"2 x Bayes + 0.1 % = {thr:.3g}")
     axes[2].axhline(1 - result.eps, color="grey", lw=0.8, ls="-.",
                     label=f"association level 1 - eps = {1 - result.eps:g}")
-    cfg = result.config
-    axes[2].axhline(cfg.C / cfg.D, color="grey", lw=0.8, ls=":", label="uniform C/D")
+    axes[2].axhline((cfg.C - 1) / (cfg.D - 1), color="grey", lw=0.8, ls=":",
+                    label="uniform share (C-1)/(D-1)")
     for r in result.rows:
         if not r.name.startswith("gd-") or r.name not in result.attention:
             continue
@@ -80,9 +85,10 @@ def plot(result, axes=None):
         col = _COLOR[r.name]
         axes[0].plot([x], [max(r.risk, _FLOOR)], "*", color=col, ms=10, label=th.LABELS[r.name])
         axes[1].plot([x], [max(r.error, _FLOOR)], "*", color=col, ms=10, label=th.LABELS[r.name])
-        axes[2].plot([x], [r.mass_min], "*", color=col, ms=10, label=th.LABELS[r.name])
+        axes[2].plot([x], [r.share_min], "*", color=col, ms=10, label=th.LABELS[r.name])
     for ax, title in zip(axes, ("population risk", "population zero-one error",
-                                "within-set mass (min over patches)")):
+                                "set-mate share (min over patches);\n"
+                                "filled: Def. 2.2 in every row")):
         ax.set_xlabel(r"scale $\lambda$ (Q = $\lambda \hat Q$)")
         ax.set_title(title)
     axes[0].set_yscale("log")

@@ -31,9 +31,16 @@ The gradient-descent rows:
   after ``gd_steps`` steps;
 - ``gd-sampled``: the solution of sampled-data GD (:func:`patchassoc.simulations.train.train`, full v and
   full D x D Q, the config's steps and N), evaluated exactly on its full non-invariant Q with
-  alpha = <v, w*>. Idealized: the component v_perp of v orthogonal to w* (which only meets the
-  projection noise) is ignored; the run's own test error (with projection noise) is reported
-  beside it.
+  alpha = <v, w*> (the idealized model), and scored as a whole by Monte Carlo (``full``): the
+  trained v meets the patch noise through <v, xi_j> ~ N(0, sigma^2 |v|^2) (|v_perp| for noise
+  orthogonal to w*), drawn with the noise deltas, 95 % intervals. The run's own test error is
+  reported beside it.
+
+Association is the paper's (SPEC section 3), ranked on each row's logits: Def. 2.2 rows, the
+set-mate share, association at eps (0.1; the sampled row 0.25), and whether every row's top-C
+misses its own set (``topc_disjoint``, the kind of solution of the paper's Theorem 3.2). The
+within-set mass is kept as a description only. The summary lists the negative controls of
+:func:`patchassoc.theory.association.control_records` scored on the same structure.
 
 For each GD row the table names the nearest construction (smallest mean row total-variation
 distance between attention maps, constructions at the largest lambda): this is what "GD
@@ -54,6 +61,7 @@ from typing import Sequence
 import numpy as np
 
 from patchassoc.theory import solutions as th
+from patchassoc.theory.association import associate, control_records, topc_disjoint_rows
 from patchassoc.theory.config import Config
 from patchassoc.theory.invariant import attention_values, invariant_attention, invariant_logits
 from patchassoc.theory.model import softmax_rows
@@ -66,7 +74,7 @@ from .progress import progress_bar
 from .results import load_folder, save_folder
 
 __all__ = ["METHODS", "DEFAULT_LAMBDAS", "QUICK_LAMBDAS", "GD_STEPS", "QUICK_GD_STEPS",
-           "ALT_Q", "MC_SAMPLES", "TRUNCATION_TOL", "Measurement", "SolutionRow",
+           "ALT_Q", "MC_SAMPLES", "TRUNCATION_TOL", "SAMPLED_EPS", "Measurement", "SolutionRow",
            "SolutionsResult", "measure", "monte_carlo", "solutions_table", "alt_config"]
 
 METHODS = ("exact-multiset", "brute-force", "monte-carlo")
@@ -87,6 +95,9 @@ ALT_Q = 0.05
 
 #: Monte Carlo draws per evaluation (only used beyond brute force).
 MC_SAMPLES = 400_000
+
+#: Association level of the sampled GD row (SPEC section 3: 0.25 for sampled runs).
+SAMPLED_EPS = 0.25
 
 #: Certified truncation tolerance used when a complete multiset enumeration is refused.
 TRUNCATION_TOL = 1e-6
@@ -146,14 +157,21 @@ def _wilson(k: float, n: int, z: float = _Z95) -> tuple[float, float]:
 
 
 def monte_carlo(A: np.ndarray, structure: Structure, q: float, p: int, nu: float, alpha: float,
-                n: int, rng: np.random.Generator, chunk: int = 50_000) -> Measurement:
-    """Monte Carlo risk and error of attention ``A`` (no projection noise), 95 % intervals.
+                n: int, rng: np.random.Generator, chunk: int = 50_000,
+                noise_sd: float = 0.0) -> Measurement:
+    """Monte Carlo risk and error of attention ``A``, 95 % intervals.
 
-    By the odd symmetry f(-s) = -f(s) the label is fixed to y = +1 (SPEC 4); l* is uniform,
-    the noise deltas i.i.d. Ties |f| <= TIE_RTOL D act(|alpha|) count 1/2, as in the engines.
+    <v, X_j> = alpha s_j + g_j with g_j i.i.d. N(0, noise_sd^2): ``noise_sd = 0`` is the
+    idealized model (no projection noise); a trained v meets the patch noise xi_j through
+    <v, xi_j> ~ N(0, sigma^2 |v|^2) (isotropic noise; sigma^2 |v_perp|^2 for noise orthogonal to
+    w*), independent across patches. By the odd symmetry f(-X) = -f(X) the label is fixed to
+    y = +1 (SPEC 4); l* is uniform, the noise deltas i.i.d. Ties |f| <= TIE_RTOL D act(|alpha|)
+    count 1/2, as in the engines.
     """
     if n < 2:
         raise ValueError("Monte Carlo needs n >= 2 samples")
+    if not (math.isfinite(noise_sd) and noise_sd >= 0):
+        raise ValueError(f"noise_sd must be finite and >= 0, got {noise_sd!r}")
     A = np.ascontiguousarray(A, dtype=np.float64)
     L, D = structure.L, structure.D
     labels = structure.labels
@@ -167,7 +185,10 @@ def monte_carlo(A: np.ndarray, structure: Structure, q: float, p: int, nu: float
         u = rng.random((m, D))
         s = np.where(u < q / 2, 1.0, np.where(u < q, -1.0, 0.0))
         s[labels[None, :] == lstar[:, None]] = 1.0
-        z = alpha * (s @ A.T)
+        u = alpha * s
+        if noise_sd > 0:
+            u += noise_sd * rng.standard_normal((m, D))
+        z = u @ A.T
         f = (z ** p + nu * z).sum(axis=1)
         loss = np.logaddexp(0.0, -f)
         s1 += float(loss.sum())
@@ -180,7 +201,9 @@ def monte_carlo(A: np.ndarray, structure: Structure, q: float, p: int, nu: float
     elo, ehi = _wilson(e1, n)
     return Measurement(method="monte-carlo", risk=mean, risk_low=mean - half,
                        risk_high=mean + half, error=e1 / n, error_low=elo, error_high=ehi,
-                       work=n, detail=f"{n:,} draws, 95 % intervals")
+                       work=n, detail=f"{n:,} draws"
+                       + (f", projection noise sd {noise_sd:.3g}" if noise_sd else "")
+                       + ", 95 % intervals")
 
 
 def measure(Q: np.ndarray, structure: Structure, q: float, p: int, nu: float, alpha: float, *,
@@ -235,9 +258,17 @@ def measure(Q: np.ndarray, structure: Structure, q: float, p: int, nu: float, al
 class SolutionRow:
     """One row of the solutions table (JSON-ready through :meth:`to_dict`).
 
+    Association is the paper's (SPEC section 3), ranked on the row's logits: ``topc_rows``
+    (rows satisfying Def. 2.2), ``topc`` (all of them), ``topc_disjoint`` (every row's top-C
+    misses S(i): the Theorem 3.2 kind of solution), the set-mate share (mean, min) and
+    ``associated`` (topc and share_min >= 1 - ``eps``). ``association`` names the case:
+    ``Def. 2.2``, ``top-C only`` (top-C right, share below the level), ``disjoint`` or ``none``.
+    The within-set mass is descriptive only (it counts A_ii).
+
     ``lam`` is None for the GD rows; ``generalizes_from_lambda`` (constructions only) is the
     smallest lambda of the grid from which on the construction generalizes (None if never),
-    ``mass_from_lambda`` its within-set mass there.
+    ``share_from_lambda`` its share there. ``full`` (sampled GD row only) is the Monte Carlo
+    risk and error of the trained (v, Q) with v_perp included (95 % intervals).
     """
 
     name: str
@@ -252,19 +283,24 @@ class SolutionRow:
     error_low: float
     error_high: float
     error_over_bayes: float
+    topc_rows: int
+    topc: bool
+    topc_disjoint: bool
+    share_mean: float
+    share_min: float
+    associated: bool
+    association: str
+    eps: float
     mass_mean: float
     mass_min: float
-    other_share_mean: float
-    other_share_min: float
-    association: str
-    associated: bool
     generalizes: str
     nearest: str
     tv_to_block: float
     generalizes_from_lambda: float | None = None
-    mass_from_lambda: float | None = None
+    share_from_lambda: float | None = None
     detail: str = ""
     note: str = ""
+    full: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -272,7 +308,7 @@ class SolutionRow:
 
 #: Fields of one curve (arrays over the lambda grid).
 CURVE_FIELDS = ("risk", "risk_low", "risk_high", "error", "error_low", "error_high",
-                "mass_mean", "mass_min", "other_share_min")
+                "mass_mean", "mass_min", "share_min", "topc_rows")
 
 
 @dataclass(frozen=True, eq=False)
@@ -328,9 +364,10 @@ class SolutionsResult:
         gen = [r.name for r in cons if r.generalizes == "yes"]
         gen_not_assoc = [r.name for r in cons if r.generalizes == "yes" and not r.associated]
         gd = {r.name: {"association": r.association, "associated": r.associated,
-                       "nearest": r.nearest, "generalizes": r.generalizes,
-                       "mass_min": r.mass_min, "mass_mean": r.mass_mean,
-                       "other_share_min": r.other_share_min, "tv_to_block": r.tv_to_block}
+                       "topc": r.topc, "topc_rows": r.topc_rows, "share_min": r.share_min,
+                       "share_mean": r.share_mean, "eps": r.eps, "nearest": r.nearest,
+                       "generalizes": r.generalizes, "error_over_bayes": r.error_over_bayes,
+                       "mass_min": r.mass_min, "tv_to_block": r.tv_to_block, "full": r.full}
               for r in self.rows if r.name.startswith("gd-")}
         return {
             "label": self.label,
@@ -347,12 +384,15 @@ class SolutionsResult:
             "bayes_error_bruteforce": self.bayes_error_bruteforce,
             "generalization_threshold": thr,
             "criterion": (f"generalizes: error <= {th.GENERALIZATION_FACTOR:g} x Bayes + "
-                          f"{th.GENERALIZATION_SLACK:g}; associated: min_i m_i(A) >= "
-                          f"1 - {self.eps:g} (SPEC 3)"),
+                          f"{th.GENERALIZATION_SLACK:g}; associated: Def. 2.2 in every row and "
+                          f"set-mate share >= 1 - eps (eps {self.eps:g}; sampled GD row "
+                          f"{SAMPLED_EPS:g}) (SPEC 3)"),
             "rows": [r.to_dict() for r in self.rows],
             "generalizing": gen,
             "generalizing_without_association": gen_not_assoc,
+            "disjoint": [r.name for r in cons if r.topc_disjoint],
             "gd": gd,
+            "controls": control_records(self.structure, eps=self.eps),
             "sign_of_sum_error": th.sign_of_sum_error(cfg.L, cfg.C, cfg.q),
             "block_bayes_alpha": th.block_bayes_alpha(cfg.L, cfg.C, cfg.p, cfg.nu),
             "gd_population": self.gd_population,
@@ -419,11 +459,29 @@ def _nearest(A: np.ndarray, limits: dict[str, np.ndarray]) -> tuple[str, float]:
     return best, dist["block"]
 
 
-def _row(name: str, m: Measurement, A: np.ndarray, structure: Structure, bayes: float,
+def _association(Q: np.ndarray, structure: Structure, eps: float) -> dict:
+    """The paper's metrics of logits Q (SPEC 3) and the within-set mass (descriptive)."""
+    res = associate(Q, structure, kind="logits", eps=eps)
+    disjoint = bool(topc_disjoint_rows(Q, structure).all())
+    if res.associated:
+        name = "Def. 2.2"
+    elif res.topc:
+        name = "top-C only"
+    elif disjoint:
+        name = "disjoint"
+    else:
+        name = "none"
+    return {"topc_rows": res.topc_rows, "topc": res.topc, "topc_disjoint": disjoint,
+            "share_mean": res.share_mean, "share_min": res.share_min,
+            "associated": res.associated, "association": name, "eps": eps,
+            "mass_mean": res.mass_mean, "mass_min": res.mass_min}
+
+
+def _row(name: str, m: Measurement, Q: np.ndarray, structure: Structure, bayes: float,
          eps: float, lam: float | None, alpha: float, limits: dict, note: str = "",
-         gen_from: tuple[float | None, float | None] = (None, None)) -> SolutionRow:
-    met = th.attention_metrics(A, structure)
-    assoc = th.association(met, eps)
+         gen_from: tuple[float | None, float | None] = (None, None),
+         full: dict | None = None) -> SolutionRow:
+    A = softmax_rows(Q)
     nearest, tv_block = _nearest(A, limits)
     if name in th.CONSTRUCTIONS:
         nearest = name
@@ -432,22 +490,155 @@ def _row(name: str, m: Measurement, A: np.ndarray, structure: Structure, bayes: 
         risk=m.risk, risk_low=m.risk_low, risk_high=m.risk_high, error=m.error,
         error_low=m.error_low, error_high=m.error_high,
         error_over_bayes=m.error / bayes if bayes > 0 else math.inf,
-        mass_mean=met["mass_mean"], mass_min=met["mass_min"],
-        other_share_mean=met["other_share_mean"], other_share_min=met["other_share_min"],
-        association=assoc, associated=assoc != "none",
+        **_association(Q, structure, eps),
         generalizes=th.generalizes(m.error_low, m.error_high, bayes), nearest=nearest,
-        tv_to_block=tv_block, generalizes_from_lambda=gen_from[0], mass_from_lambda=gen_from[1],
-        detail=m.detail, note=note)
+        tv_to_block=tv_block, generalizes_from_lambda=gen_from[0], share_from_lambda=gen_from[1],
+        detail=m.detail, note=note, full=full)
 
 
-def _generalizes_from(lambdas: np.ndarray, verdicts: list[str], mass: np.ndarray):
+def _generalizes_from(lambdas: np.ndarray, verdicts: list[str], share: np.ndarray):
     """Smallest grid lambda from which on every verdict is ``yes`` (None if the last is not)."""
     k = len(verdicts)
     while k > 0 and verdicts[k - 1] == "yes":
         k -= 1
     if k == len(verdicts):
         return None, None
-    return float(lambdas[k]), float(mass[k])
+    return float(lambdas[k]), float(share[k])
+
+
+@dataclass
+class _Ledger:
+    """What the steps of :func:`solutions_table` share: the problem, the evaluation budget, the
+    random stream of the Monte Carlo fallbacks, timings and the oracle's Bayes checks."""
+
+    structure: Structure
+    q: float
+    p: int
+    nu: float
+    bayes: float
+    eps: float
+    mc_samples: int
+    rng: np.random.Generator
+    limits: dict
+    timings: dict = field(default_factory=lambda: {"exact": 0.0, "bruteforce": 0.0})
+    bayes_checks: list = field(default_factory=list)
+
+    def measure(self, Q: np.ndarray, alpha: float) -> Measurement:
+        t0 = time.perf_counter()
+        m = measure(Q, self.structure, self.q, self.p, self.nu, alpha,
+                    mc_samples=self.mc_samples, rng=self.rng)
+        key = "exact" if m.method == "exact-multiset" else "bruteforce"
+        self.timings[key] += time.perf_counter() - t0
+        if m.bayes_check is not None:
+            self.bayes_checks.append(m.bayes_check)
+        return m
+
+
+def _check_arguments(lambdas, eps: float, gd_steps: int) -> np.ndarray:
+    lambdas = np.array(sorted(set(float(x) for x in lambdas)), dtype=np.float64)
+    if lambdas.size == 0 or lambdas[0] < 0 or not np.all(np.isfinite(lambdas)):
+        raise ValueError("lambdas must be a non-empty list of finite numbers >= 0")
+    if not 0 < eps < 1:
+        raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
+    if gd_steps < 1:
+        raise ValueError(f"gd_steps must be >= 1, got {gd_steps}")
+    return lambdas
+
+
+def _construction(ledger: _Ledger, name: str, lambdas: np.ndarray, alpha0: float, bar):
+    """One construction over the lambda grid: its curve, methods, table row (largest lambda)
+    and attention."""
+    S = ledger.structure
+    cur = {k: np.zeros(lambdas.size) for k in CURVE_FIELDS}
+    meths, verdicts, last = [], [], None
+    for i, lam in enumerate(lambdas):
+        sol = th.construct(name, S, lam, alpha0)
+        m = ledger.measure(sol.Q, alpha0)
+        assoc = _association(sol.Q, S, ledger.eps)
+        for k in ("risk", "risk_low", "risk_high", "error", "error_low", "error_high"):
+            cur[k][i] = getattr(m, k)
+        for k in ("mass_mean", "mass_min", "share_min", "topc_rows"):
+            cur[k][i] = assoc[k]
+        meths.append(m.method)
+        verdicts.append(th.generalizes(m.error_low, m.error_high, ledger.bayes))
+        last = (m, sol)
+        bar.update(1)
+    m, sol = last
+    gen_from = _generalizes_from(lambdas, verdicts, cur["share_min"])
+    row = _row(name, m, sol.Q, S, ledger.bayes, ledger.eps, float(lambdas[-1]), alpha0,
+               ledger.limits, gen_from=gen_from)
+    return cur, tuple(meths), row, sol.A
+
+
+def _population_row(ledger: _Ledger, pop: PopulationResult, gd_steps: int):
+    """The end point (alpha, a, b, c) of the population GD run, evaluated exactly."""
+    tr = pop.trajectory
+    S = ledger.structure
+    a, b, c = float(tr.a[-1]), float(tr.b[-1]), float(tr.c[-1])
+    alpha_gd = float(tr.alpha[-1])
+    Q = invariant_logits(a, b, c, S)
+    m = ledger.measure(Q, alpha_gd)
+    Pd, Qs, R = attention_values(a, b, c, S.L, S.C)
+    row = _row("gd-population", m, Q, S, ledger.bayes, ledger.eps, None, alpha_gd,
+               ledger.limits,
+               note=f"{gd_steps} steps from Q0 = kappa I (diagonal {pop.config.diagonal}); "
+                    f"(a, b, c) = ({a:.3f}, {b:.3f}, {c:.3f}), (Pd, Qs, R) = "
+                    f"({Pd:.3g}, {Qs:.3g}, {R:.3g})")
+    gd_pop = pop.summary()
+    gd_pop.pop("config", None)
+    return row, invariant_attention(a, b, c, S), gd_pop
+
+
+def _projection_noise_sd(train_result) -> tuple[float, float, float]:
+    """(alpha, |v_perp|, sd of <v, xi_j>): sigma |v| for isotropic noise, sigma |v_perp| for
+    noise orthogonal to w*."""
+    t = train_result.trajectory
+    w = train_result.w_star
+    alpha = float(t.v @ w)
+    vperp = float(np.linalg.norm(t.v - alpha * w))
+    cfg = train_result.config
+    norm = vperp if cfg.noise == "orthogonal" else float(np.linalg.norm(t.v))
+    return alpha, vperp, cfg.sigma * norm
+
+
+def _sampled_row(ledger: _Ledger, config: Config, seed: int, train_result, progress: bool):
+    """The sampled GD solution: exact idealized risk (alpha only) on its full Q, and the Monte
+    Carlo risk and error of the whole (v, Q), v_perp included."""
+    ta = time.perf_counter()
+    if train_result is None:
+        from .train import train
+        train_result = train(config, seed, progress=progress)
+    ledger.timings["sampled_train"] = time.perf_counter() - ta
+    S = ledger.structure
+    if not np.array_equal(train_result.structure.sets, S.sets):
+        raise ValueError("the sampled run was trained on another structure than the "
+                         "seed's (pass the TrainResult of the same config and seed)")
+    t = train_result.trajectory
+    Q = np.asarray(t.Q, dtype=np.float64)
+    alpha_s, vperp, sd = _projection_noise_sd(train_result)
+    m = ledger.measure(Q, alpha_s)
+    ta = time.perf_counter()
+    mc = monte_carlo(softmax_rows(Q), S, ledger.q, ledger.p, ledger.nu, alpha_s,
+                     ledger.mc_samples, ledger.rng, noise_sd=sd)
+    ledger.timings["monte_carlo_full"] = time.perf_counter() - ta
+    full = {"method": mc.method, "risk": mc.risk, "risk_low": mc.risk_low,
+            "risk_high": mc.risk_high, "error": mc.error, "error_low": mc.error_low,
+            "error_high": mc.error_high, "samples": mc.work, "noise_sd": sd,
+            "v_perp_norm": vperp}
+    ts = train_result.summary()
+    note = (f"N = {train_result.config.n_train}, {t.steps_done} steps, diagonal "
+            f"{train_result.config.diagonal}; exact row: alpha = <v, w*> only; with v_perp "
+            f"(norm {vperp:.3f}, projection noise sd {sd:.3g}) by Monte Carlo: error "
+            f"{mc.error:.4g} [{mc.error_low:.3g}, {mc.error_high:.3g}]; the run's own test "
+            f"error: {ts['test_error']:.4g}")
+    row = _row("gd-sampled", m, Q, S, ledger.bayes, SAMPLED_EPS, None, alpha_s, ledger.limits,
+               note=note, full=full)
+    gd_sampled = {k: ts.get(k) for k in ("status", "steps", "within_mass_mean",
+                                         "within_mass_min", "train_error", "test_error",
+                                         "alpha", "v_perp_norm")}
+    gd_sampled.update(n_train=train_result.config.n_train, seed=int(train_result.seed),
+                      diagonal=train_result.config.diagonal)
+    return row, softmax_rows(Q), gd_sampled
 
 
 def solutions_table(config: Config, seed: int = 0, *, label: str = "ref",
@@ -457,17 +648,24 @@ def solutions_table(config: Config, seed: int = 0, *, label: str = "ref",
                     progress: bool = False) -> tuple[SolutionsResult, PopulationResult]:
     """Evaluate every construction over the lambda grid and the GD solutions.
 
+    Steps: population GD (its alpha fixes the constructions' alpha unless given), every
+    construction over the grid (:func:`_construction`), the population GD row
+    (:func:`_population_row`) and the sampled GD row (:func:`_sampled_row`).
+
     Parameters
     ----------
     config, seed : the problem and the seed (structure, initialization, sampled run).
     lambdas : the lambda grid (sorted, >= 0); the table reports its largest value.
     alpha : the fixed alpha of the constructions (default: population GD's alpha).
     gd_steps : steps of the population GD row.
-    train_result : a :class:`patchassoc.simulations.train.TrainResult` to use for the sampled GD row
-        (trained with ``patchassoc.simulations.train.train(config, seed)`` when None and ``sampled``).
+    train_result : a :class:`patchassoc.simulations.train.TrainResult` to use for the sampled GD
+        row (trained with ``patchassoc.simulations.train.train(config, seed)`` when None and
+        ``sampled``).
     sampled : include the sampled GD row.
-    mc_samples : Monte Carlo draws for settings beyond brute force.
-    eps : association level.
+    mc_samples : Monte Carlo draws for settings beyond brute force, and for the sampled row
+        with v_perp.
+    eps : association level of the constructions and the population row (the sampled row uses
+        :data:`SAMPLED_EPS`).
 
     Returns
     -------
@@ -479,141 +677,56 @@ def solutions_table(config: Config, seed: int = 0, *, label: str = "ref",
     SPEC sections 3, 5, 6 (claim 3).
     """
     t_start = time.perf_counter()
-    lambdas = np.array(sorted(set(float(x) for x in lambdas)), dtype=np.float64)
-    if lambdas.size == 0 or lambdas[0] < 0 or not np.all(np.isfinite(lambdas)):
-        raise ValueError("lambdas must be a non-empty list of finite numbers >= 0")
-    if not 0 < eps < 1:
-        raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
-    if gd_steps < 1:
-        raise ValueError(f"gd_steps must be >= 1, got {gd_steps}")
+    lambdas = _check_arguments(lambdas, eps, gd_steps)
     if config.param != "logits":
         config = config.replace(param="logits")  # solutions are logit matrices
-    L, C, q, p, nu = config.L, config.C, config.q, config.p, config.nu
-    timings: dict = {}
-
     t0 = time.perf_counter()
     pop = run_population(config, seed, steps=gd_steps, records=config.records,
                          progress=progress)
-    timings["population_gd"] = time.perf_counter() - t0
+    population_seconds = time.perf_counter() - t0
     if pop.trajectory.status != "ok":
         raise ValueError(f"population gradient descent stopped: {pop.trajectory.status}")
     structure = pop.structure
-    tr = pop.trajectory
     if alpha is None:
-        alpha0 = float(tr.alpha[-1])
+        alpha0 = float(pop.trajectory.alpha[-1])
         source = f"population GD after {gd_steps} steps"
     else:
-        alpha0 = float(alpha)
-        source = "given"
+        alpha0, source = float(alpha), "given"
     if not (math.isfinite(alpha0) and alpha0 > 0):
         raise ValueError(f"alpha must be finite and > 0, got {alpha0!r}")
-    bayes = bayes_error(L, C, q)
-    limits = _limit_attention(structure)
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 4, 1]))
-
-    curves: dict = {}
-    methods: dict = {}
-    rows: list[SolutionRow] = []
-    attention: dict = {}
-    bayes_checks: list[float] = []
-    t_exact = t_bf = 0.0
+    ledger = _Ledger(structure=structure, q=config.q, p=config.p, nu=config.nu,
+                     bayes=bayes_error(config.L, config.C, config.q), eps=float(eps),
+                     mc_samples=mc_samples,
+                     rng=np.random.default_rng(np.random.SeedSequence([int(seed), 4, 1])),
+                     limits=_limit_attention(structure))
+    ledger.timings["population_gd"] = population_seconds
+    curves, methods, rows, attention = {}, {}, [], {}
+    gd_sampled = None
     bar = progress_bar(total=len(th.CONSTRUCTIONS) * lambdas.size + 2, desc="solutions",
                        enable=progress, unit="eval")
     try:
         for name in th.CONSTRUCTIONS:
-            cur = {k: np.zeros(lambdas.size) for k in CURVE_FIELDS}
-            meths, verdicts, last = [], [], None
-            for i, lam in enumerate(lambdas):
-                sol = th.construct(name, structure, lam, alpha0)
-                ta = time.perf_counter()
-                m = measure(sol.Q, structure, q, p, nu, alpha0, mc_samples=mc_samples, rng=rng)
-                if m.method == "exact-multiset":
-                    t_exact += time.perf_counter() - ta
-                else:
-                    t_bf += time.perf_counter() - ta
-                if m.bayes_check is not None:
-                    bayes_checks.append(m.bayes_check)
-                A = sol.A
-                met = th.attention_metrics(A, structure)
-                for k in ("risk", "risk_low", "risk_high", "error", "error_low", "error_high"):
-                    cur[k][i] = getattr(m, k)
-                cur["mass_mean"][i] = met["mass_mean"]
-                cur["mass_min"][i] = met["mass_min"]
-                cur["other_share_min"][i] = met["other_share_min"]
-                meths.append(m.method)
-                verdicts.append(th.generalizes(m.error_low, m.error_high, bayes))
-                last = (m, A)
-                bar.update(1)
-            curves[name] = cur
-            methods[name] = tuple(meths)
-            m, A = last
-            gen_from = _generalizes_from(lambdas, verdicts, cur["mass_min"])
-            rows.append(_row(name, m, A, structure, bayes, eps, float(lambdas[-1]), alpha0,
-                             limits, gen_from=gen_from))
-            attention[name] = A
-
-        # the population GD end point (invariant: exact)
-        a, b, c = float(tr.a[-1]), float(tr.b[-1]), float(tr.c[-1])
-        alpha_gd = float(tr.alpha[-1])
-        m = measure(invariant_logits(a, b, c, structure), structure, q, p, nu, alpha_gd,
-                    mc_samples=mc_samples, rng=rng)
-        A = invariant_attention(a, b, c, structure)
-        Pd, Qs, R = attention_values(a, b, c, L, C)
-        rows.append(_row("gd-population", m, A, structure, bayes, eps, None, alpha_gd, limits,
-                         note=f"{gd_steps} steps from Q0 = kappa I; (a, b, c) = "
-                              f"({a:.3f}, {b:.3f}, {c:.3f}), (Pd, Qs, R) = "
-                              f"({Pd:.3g}, {Qs:.3g}, {R:.3g})"))
-        attention["gd-population"] = A
+            curves[name], methods[name], row, attention[name] = _construction(
+                ledger, name, lambdas, alpha0, bar)
+            rows.append(row)
+        row, attention["gd-population"], gd_pop = _population_row(ledger, pop, gd_steps)
+        rows.append(row)
         bar.update(1)
-        gd_pop = pop.summary()
-        gd_pop.pop("config", None)
-
-        gd_sampled = None
         if sampled:
-            ta = time.perf_counter()
-            if train_result is None:
-                from .train import train
-                train_result = train(config, seed, progress=progress)
-            timings["sampled_train"] = time.perf_counter() - ta
-            if not np.array_equal(train_result.structure.sets, structure.sets):
-                raise ValueError("the sampled run was trained on another structure than the "
-                                 "seed's (pass the TrainResult of the same config and seed)")
-            t = train_result.trajectory
-            Q = np.asarray(t.Q, dtype=np.float64)
-            w = train_result.w_star
-            alpha_s = float(t.v @ w)
-            vperp = float(np.linalg.norm(t.v - alpha_s * w))
-            ta = time.perf_counter()
-            m = measure(Q, structure, q, p, nu, alpha_s, mc_samples=mc_samples, rng=rng)
-            t_bf += time.perf_counter() - ta
-            if m.bayes_check is not None:
-                bayes_checks.append(m.bayes_check)
-            A = softmax_rows(Q)
-            ts = train_result.summary()
-            note = (f"N = {train_result.config.n_train}, {t.steps_done} steps; alpha = <v, w*>; "
-                    f"v_perp (norm {vperp:.3f}) ignored (idealized); the run's own test error "
-                    f"with projection noise: {ts['test_error']:.4g}")
-            rows.append(_row("gd-sampled", m, A, structure, bayes, eps, None, alpha_s, limits,
-                             note=note))
-            attention["gd-sampled"] = A
-            gd_sampled = {k: ts[k] for k in ("status", "steps", "within_mass_mean",
-                                              "within_mass_min", "train_error", "test_error",
-                                              "alpha", "v_perp_norm")}
-            gd_sampled["n_train"] = train_result.config.n_train
-            gd_sampled["seed"] = int(train_result.seed)
+            row, attention["gd-sampled"], gd_sampled = _sampled_row(ledger, config, seed,
+                                                                    train_result, progress)
+            rows.append(row)
         bar.update(1)
     finally:
         bar.close()
-    timings.update(exact=t_exact, bruteforce=t_bf)
-    seconds = time.perf_counter() - t_start
     bf_bayes = None
-    if bayes_checks:
+    if ledger.bayes_checks:
         # every oracle run recomputes the Bayes error from the likelihoods; keep the worst one
-        bf_bayes = float(max(bayes_checks, key=lambda x: abs(x - bayes)))
+        bf_bayes = float(max(ledger.bayes_checks, key=lambda x: abs(x - ledger.bayes)))
     result = SolutionsResult(config=config, seed=int(seed), label=label, structure=structure,
                              alpha0=alpha0, alpha0_source=source, lambdas=lambdas, eps=float(eps),
-                             bayes_error=bayes, bayes_error_bruteforce=bf_bayes,
+                             bayes_error=ledger.bayes, bayes_error_bruteforce=bf_bayes,
                              rows=tuple(rows), curves=curves, curve_methods=methods,
                              attention=attention, gd_population=gd_pop, gd_sampled=gd_sampled,
-                             seconds=seconds, timings=timings)
+                             seconds=time.perf_counter() - t_start, timings=ledger.timings)
     return result, pop

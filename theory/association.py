@@ -50,8 +50,8 @@ import numpy as np
 from .structure import Structure, within_set_mass
 
 __all__ = ["Association", "KINDS", "TIE_RTOL", "ROW_SUM_ATOL", "GRAM_SYMMETRY_RTOL",
-           "as_structure", "topc_rows", "set_mate_share", "associate", "invariant_association",
-           "attention_from", "CONTROLS", "REFERENCE", "CONTROL_LABELS",
+           "as_structure", "topc_rows", "topc_disjoint_rows", "set_mate_share", "associate",
+           "invariant_association", "attention_from", "CONTROLS", "REFERENCE", "CONTROL_LABELS",
            "control_matrix", "control_records"]
 
 #: What the matrix handed to :func:`associate` is.
@@ -149,6 +149,39 @@ def topc_rows(M, structure, *, relative_to: str = "row") -> np.ndarray:
     else:
         scale = np.abs(inside)
     return gap > TIE_RTOL * scale
+
+
+def topc_disjoint_rows(M, structure, *, relative_to: str = "row") -> np.ndarray:
+    """Rows whose C largest entries contain no patch of S(i) (i itself included).
+
+    This is the opposite extreme of Def. 2.2, the property of the paper's Theorem 3.2
+    construction. The top-C set must be determined: a tie between the C-th and (C+1)-th largest
+    entries (same rule as :func:`topc_rows`) fails the row.
+
+    Returns
+    -------
+    ndarray of bool, shape (D,)
+
+    References
+    ----------
+    SPEC sections 3 and 6 (claim 3).
+    """
+    M = _square(M)
+    S = as_structure(structure, M.shape[0])
+    if relative_to not in ("row", "entry"):
+        raise ValueError(f"relative_to must be 'row' or 'entry', got {relative_to!r}")
+    D, C = S.D, S.C
+    if C == D:
+        return np.zeros(D, dtype=bool)
+    order = np.argsort(-M, axis=1, kind="stable")
+    rows = np.arange(D)
+    kth = M[rows, order[:, C - 1]]
+    nxt = M[rows, order[:, C]]
+    scale = np.abs(M).max(axis=1) if relative_to == "row" else np.abs(kth)
+    determined = kth - nxt > TIE_RTOL * scale
+    top = order[:, :C]
+    hits = (S.labels[top] == S.labels[:, None]).any(axis=1)
+    return determined & ~hits
 
 
 def attention_from(M, kind: str) -> np.ndarray:

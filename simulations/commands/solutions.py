@@ -145,20 +145,21 @@ def render_table(s: dict) -> str:
              f"  Bayes error {s['bayes_error']:.6g} (exact: closed-form enumeration"
              + (f"; brute-force oracle {bf:.6g}" if bf is not None else "") + ")",
              f"  {s['criterion']}; threshold {s['generalization_threshold']:.4g}"]
-    head = ("solution", "method", "alpha", "risk", "error", "err/Bayes", "mass mean", "mass min",
-            "other share", "assoc", "generalizes", "nearest", "gen. from lambda (mass)")
+    head = ("solution", "method", "alpha", "risk", "error", "err/Bayes", "Def. 2.2 rows",
+            "share min", "mass min", "association", "generalizes", "nearest",
+            "gen. from lambda (share)")
     rows = [head]
     for r in s["rows"]:
         err = _fmt(r["error"], ".4g")
         if r["error_high"] > r["error_low"]:
             err = f"{err} [{r['error_low']:.3g}, {r['error_high']:.3g}]"
         gen_from = ("-" if r["generalizes_from_lambda"] is None else
-                    f"{r['generalizes_from_lambda']:g} ({r['mass_from_lambda']:.2f})")
+                    f"{r['generalizes_from_lambda']:g} ({r['share_from_lambda']:.2f})")
         if r["name"].startswith("gd-"):
             gen_from = ""
         rows.append((r["label"], r["method"], f"{r['alpha']:.3f}", _fmt(r["risk"]), err,
-                     _fmt(r["error_over_bayes"], ".3f"), f"{r['mass_mean']:.3f}",
-                     f"{r['mass_min']:.3f}", f"{r['other_share_min']:.3f}", r["association"],
+                     _fmt(r["error_over_bayes"], ".3f"), f"{r['topc_rows']}/{pr['D']}",
+                     f"{r['share_min']:.3f}", f"{r['mass_min']:.3f}", r["association"],
                      r["generalizes"], r["nearest"], gen_from))
     widths = [max(len(row[k]) for row in rows) for k in range(len(head))]
     for k, row in enumerate(rows):
@@ -168,12 +169,24 @@ def render_table(s: dict) -> str:
             lines.append("  " + "-" * (sum(widths) + 2 * (len(widths) - 1)))
     gen = ", ".join(s["generalizing"]) or "none"
     gna = ", ".join(s["generalizing_without_association"]) or "none"
-    lines.append(f"  generalizing constructions: {gen}; of which without association: {gna}")
+    lines.append(f"  generalizing constructions: {gen}; of which not associated (Def. 2.2 and "
+                 f"share): {gna}; top-C disjoint from the own set in every row: "
+                 f"{', '.join(s.get('disjoint', [])) or 'none'}")
     for name, g in s["gd"].items():
-        lines.append(f"  {th.LABELS[name]}: association '{g['association']}' (mass min "
-                     f"{g['mass_min']:.3f}, other share min {g['other_share_min']:.3f}), nearest "
-                     f"construction '{g['nearest']}' (mean row TV to block-uniform "
-                     f"{g['tv_to_block']:.3f}), generalizes: {g['generalizes']}")
+        lines.append(f"  {th.LABELS[name]}: {g['topc_rows']}/{pr['D']} rows satisfy Def. 2.2, "
+                     f"share min {g['share_min']:.3f} -> '{g['association']}' at eps "
+                     f"{g['eps']:g}; nearest construction '{g['nearest']}' (mean row TV to "
+                     f"block-uniform {g['tv_to_block']:.3f}); generalizes: {g['generalizes']}")
+        if g.get("full"):
+            f = g["full"]
+            lines.append(f"    with v_perp (Monte Carlo, {f['samples']:,} draws): error "
+                         f"{f['error']:.4g} [{f['error_low']:.3g}, {f['error_high']:.3g}], risk "
+                         f"{f['risk']:.4g} [{f['risk_low']:.4g}, {f['risk_high']:.4g}]")
+    for c in s.get("controls", []):
+        lines.append(f"  control {c['name']} ({c['label']}): {c['topc_rows']}/{c['D']} rows, "
+                     f"share min {c['share_min']:.3f}, mass min {c['mass_min']:.3f} -> "
+                     f"{'associated' if c['associated'] else 'not associated'} "
+                     f"(expected: {c['expected']}; {'ok' if c['ok'] else 'WRONG'})")
     for r in s["rows"]:
         if r["note"]:
             lines.append(f"  note {r['name']}: {r['note']}")

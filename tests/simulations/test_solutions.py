@@ -159,8 +159,19 @@ def test_table_rows_methods_and_verdicts(tiny_table):
     for r in res.rows:
         assert r.method == ("exact-multiset" if r.name in invariant else "brute-force")
         assert r.generalizes == ("yes" if r.error <= thr else "no")
-        assert r.associated == (r.mass_min >= 1 - res.eps)
+        # the paper's association (ranked on the row's logits), never the within-set mass
+        assert r.topc == (r.topc_rows == cfg.D)
+        assert r.associated == (r.topc and r.share_min >= 1 - r.eps)
+        assert r.eps == (0.25 if r.name == "gd-sampled" else res.eps)
         assert _rel(r.error_over_bayes, r.error / bayes) <= 1e-15
+    rows = {r.name: r for r in res.rows}
+    assert rows["block"].associated and rows["block"].association == "Def. 2.2"
+    assert rows["shifted"].topc_disjoint and rows["shifted"].topc_rows == 0
+    assert rows["identity"].topc_rows == 0 and not rows["identity"].associated
+    assert rows["identity"].mass_min > 0.99  # high mass, yet not associated
+    assert rows["uniform"].share_min == pytest.approx((cfg.C - 1) / (cfg.D - 1), abs=1e-14)
+    controls = res.summary()["controls"]
+    assert [c["name"] for c in controls if not c["ok"]] == []
     # the population GD row is the end point of the run, evaluated exactly
     t = pop.trajectory
     gd = res.row("gd-population")
@@ -171,6 +182,11 @@ def test_table_rows_methods_and_verdicts(tiny_table):
     alpha = float(tr.trajectory.v @ tr.w_star)
     risk, err, _ = naive_population(Q, tr.structure, cfg.q, cfg.p, cfg.nu, alpha, TIE_RTOL)
     assert s.alpha == alpha and _rel(s.risk, risk) <= ENUMERATION_REL
+    # ... and the whole (v, Q) by Monte Carlo, v_perp included (isotropic: sd = sigma |v|)
+    full = s.full
+    assert full["noise_sd"] == pytest.approx(cfg.sigma * np.linalg.norm(tr.trajectory.v),
+                                             rel=1e-14)
+    assert full["error_low"] <= full["error"] <= full["error_high"]
     # the curves: block-uniform and shifted blocks coincide at every lambda
     for k in ("risk", "error"):
         assert np.all(np.abs(res.curves["shifted"][k] - res.curves["block"][k])
@@ -227,3 +243,28 @@ def test_solutions_command_json_and_render(capsys, tmp_path):
     assert "Bayes error" in text and "block-uniform (patch association)" in text
     assert main(["solutions", "--lambdas", "1,-2", "--quiet"]) == 2
     assert "lambdas" in capsys.readouterr().err
+
+
+def test_monte_carlo_with_projection_noise_matches_sampled_images():
+    """The Monte Carlo of the whole (v, Q) (<v, xi_j> drawn as N(0, sigma^2 |v|^2)) against
+    the model run on images drawn by the sampler: the two 95 % intervals must overlap."""
+    from patchassoc.simulations import kernels
+    from patchassoc.simulations.sampler import sample, unit_vector
+    L, C, q, p, nu, d, sigma = 2, 3, 0.4, 3, 0.0, 12, 0.6
+    S = _S(L, C, 3)
+    rng = np.random.default_rng(8)
+    w = unit_vector(d, rng)
+    v = 0.9 * w + 0.5 * unit_vector(d, rng)
+    A = th.construct("identity", S, 1.0, 1.0).A
+    alpha = float(v @ w)
+    n = 40_000
+    mc = monte_carlo(A, S, q, p, nu, alpha, n, np.random.default_rng(1),
+                     noise_sd=sigma * float(np.linalg.norm(v)))
+    data = sample(n, w, S, q, sigma, np.random.default_rng(2))
+    m = kernels.margins(data.X, data.y, v, A, p, nu)
+    err = float(np.mean(np.where(m < 0, 1.0, np.where(m == 0, 0.5, 0.0))))
+    half = 1.96 * np.sqrt(err * (1 - err) / n)
+    assert mc.error_low <= err + half and err - half <= mc.error_high
+    # without the noise the error is another number (the check can fail)
+    clean = monte_carlo(A, S, q, p, nu, alpha, n, np.random.default_rng(1))
+    assert clean.error_high < mc.error_low

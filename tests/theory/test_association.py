@@ -288,3 +288,18 @@ def test_cli_malformed_input_one_line_exit_2(tmp_path, matrix, sets, kind, needl
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("patchassoc: error: "), proc.stderr
     assert needle in lines[0]
+
+
+def test_topc_disjoint_rows():
+    from patchassoc.theory.association import topc_disjoint_rows
+    from patchassoc.theory.solutions import next_set
+    S = _structure(4, 3, seed=7)
+    shifted = 5.0 * next_set(S)        # every row's top-C is the next set: disjoint from S(i)
+    assert topc_disjoint_rows(shifted, S).all() and not topc_rows(shifted, S).any()
+    block = 5.0 * S.same_set()
+    assert not topc_disjoint_rows(block, S).any()
+    assert not topc_disjoint_rows(np.zeros((12, 12)), S).any()  # all tied: undetermined
+    mixed = shifted.copy()
+    i = int(S.sets[0][0])
+    mixed[i, S.sets[0][1]] = 6.0       # row i now ranks a set-mate in its top-C
+    assert topc_disjoint_rows(mixed, S).tolist() == [j != i for j in range(12)]
