@@ -143,8 +143,9 @@ def sample(config: Config | str = "ref", n: int | None = None, seed: int = 0, *,
     """Draw ``n`` images from the spatially structured distribution D(w*, S, q, sigma).
 
     The structure S, the feature w* and the images come from the seed's independent streams,
-    exactly as :func:`train` draws them: ``sample(config, config.n_train, seed)`` returns the
-    training sample of ``train(config, seed)``, bit for bit.
+    as :func:`train` draws them: ``sample(config, config.n_train, seed)`` returns the training
+    sample of ``train(config, seed)``, bit for bit. With ``config.data == "gaussian-cnn"`` the
+    images are the paper's Fig. 2 control instead (i.i.d. Gaussian patches labelled by a CNN).
 
     Parameters
     ----------
@@ -166,13 +167,13 @@ def sample(config: Config | str = "ref", n: int | None = None, seed: int = 0, *,
     structure : Structure
         The sets (``structure.sets`` is an (L, C) array).
     w_star : ndarray, shape (d,)
-        The unit feature vector.
+        The unit feature vector (for ``config.data == "gaussian-cnn"``, the paper's Fig. 2
+        control, the CNN filter W of shape (C, d) that labels the i.i.d. Gaussian patches).
 
     Raises
     ------
     ValueError
-        A bad config, n, seed or structure; a sample that would not fit in memory; a config
-        whose data is not the structured distribution.
+        A bad config, n, seed or structure; a sample that would not fit in memory.
 
     References
     ----------
@@ -181,19 +182,14 @@ def sample(config: Config | str = "ref", n: int | None = None, seed: int = 0, *,
     config = _config(config)
     n = config.n_train if n is None else _int("n", n, 1)
     seed = _int("seed", seed, 0)
-    if getattr(config, "data", "structured") != "structured":
-        raise ValueError(f"sample draws the structured distribution only; config.data is "
-                         f"{config.data!r}")
     given = _structure(structure, config)
-    from .simulations.sampler import check_sample_size, sample as _sample, streams, unit_vector
+    from .simulations.sampler import check_sample_size, draw, draw_target, streams
     from .theory.structure import build_structure
     check_sample_size(n, config.D, config.d)
     rng = streams(seed)
     S = build_structure(config, rng["structure"]) if given is None else given
-    w_star = unit_vector(config.d, rng["feature"])
-    data = _sample(n, w_star, S, config.q, config.sigma, rng["train"],
-                   config.noise == "orthogonal")
-    return data, S, w_star
+    target = draw_target(config, rng["feature"])
+    return draw(config, n, target, S, rng["train"]), S, target
 
 
 def train(config: Config | str = "ref", seed: int = 0, *, structure=None,

@@ -75,6 +75,15 @@ def test_sample_with_given_sets_and_size():
         assert np.all(s[structure.sets[l]] == y)
 
 
+def test_sample_draws_the_distribution_the_config_names():
+    cfg = patchassoc.preset("ref", data="gaussian-cnn", structure="windows")
+    data, structure, W = patchassoc.sample(cfg, n=6, seed=2)
+    assert W.shape == (cfg.C, cfg.d)                   # the CNN filter, not a feature vector
+    assert not data.s.any() and np.all(data.lstar == -1)  # no feature, no signal set
+    pre = np.einsum("nlcd,cd->nl", data.X[:, structure.sets, :], W)
+    assert np.array_equal(data.y, np.where((pre ** 3).sum(axis=1) >= 0, 1.0, -1.0))
+
+
 @pytest.mark.parametrize("kwargs,needle", [
     (dict(config=3), "config must be a patchassoc.Config or a preset name"),
     (dict(config="huge"), "unknown preset 'huge'"),
