@@ -238,7 +238,7 @@ def claim4(lemmas: dict | None, source: str = "patchassoc.theory.lemmas") -> dic
     failed = [r["name"] for r in records if not r.get("proved")]
     general = [r["name"] for r in records if r.get("proved") and r.get("general")]
     instance = [r for r in records if r.get("proved") and not r.get("general")]
-    measured = f"{len(general)}/{n} proved in general (symbolic L, C)"
+    measured = f"{len(general)}/{n} proved in general (symbolic sizes)"
     if instance:
         measured += "; verified at sizes only: " + "; ".join(
             f"{r['name']} ({r.get('scope') or 'sizes not recorded'})" for r in instance)
