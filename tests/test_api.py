@@ -1,6 +1,7 @@
 """The public API of ``patchassoc/__init__.py``: it delegates to the engines with the right
 arguments, draws what ``train`` draws, validates its input with clear ``ValueError`` messages,
 and ``import patchassoc`` imports no engine."""
+import doctest
 import inspect
 import json
 import subprocess
@@ -29,6 +30,11 @@ def test_public_names_exist_and_are_documented_in_numpydoc():
             assert doc and "Parameters\n----------" in doc, name
             assert "Returns\n-------" in doc, name
             assert "SPEC" in doc, name
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(patchassoc, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 5 and result.failed == 0
 
 
 def test_import_is_cheap_it_loads_no_engine():
