@@ -56,9 +56,11 @@ def shifted_blocks(L: int, C: int) -> np.ndarray:
        "f' = sum_l C act(S_{l+1 mod L}/C) is reindexed (l -> l + 1 on 0..L-2, plus the wrapped "
        "term l = L - 1) to sum_l C act(S_l / C) with sympy's change_index; sigma(l) - l is 1 for "
        "l <= L - 2 and 1 - L < 0 for l = L - 1 (L >= 2); the C entries 1/C exceed the D - C >= 1 "
-       "zeros. Instances: every one of the 24 row permutations of a symbolic 4 x 4 A leaves f "
-       "unchanged (generic activation); row-softmax commutes with them; the project's topc "
-       "test passes 0 rows of shifted blocks at (L, C) = "
+       "zeros. The general proof covers the set shift used by the construction; that any row "
+       "permutation leaves f unchanged is the reindexing of the finite sum over i, checked here "
+       "for all 24 row permutations of a symbolic 4 x 4 A (generic activation), with "
+       "row-softmax commuting with them; the project's topc test passes 0 rows of shifted "
+       "blocks at (L, C) = "
        + ", ".join(f"({L},{C})" for L, C in L11_INSTANCES),
        general=True, scope="all L, C >= 1 (top-C disjointness: L >= 2)")
 def prove_L11(proof: Proof) -> None:

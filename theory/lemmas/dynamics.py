@@ -156,8 +156,8 @@ _Dsym = sp.Symbol("D", integer=True, positive=True)
 
 @lemma("L13", "frozen diagonal: the reduced dynamics",
        "with diag(Q) fixed (step Q <- Q - eta (J - I) o grad_Q R, the paper's Simplification 3.1) "
-       "the invariant reduction still holds: the mask J - I is invariant, so an invariant Q "
-       "stays invariant, a stays fixed and a_{t+1} = a_t, b_{t+1} = b_t - eta R~_b / (D (C-1)), "
+       "the invariant reduction still holds: the mask J - I is invariant, so the masked gradient "
+       "is equivariant whenever grad_Q R is (L4) and an invariant Q stays invariant; a stays fixed and a_{t+1} = a_t, b_{t+1} = b_t - eta R~_b / (D (C-1)), "
        "c_{t+1} = c_t - eta R~_c / (D (D-C)) (R~ at (a_0, b_t, c_t)); grad_Q R still has zero row "
        "sums (L2), but the row sums of Q are NOT conserved: each moves by eta G_ii per step "
        "(= eta R~_a / D = -eta (R~_b + R~_c) / D for invariant Q)",
