@@ -1,9 +1,9 @@
 """``patchassoc lemmas``: prove the lemmas of SPEC section 4 with sympy and print the table.
 
 Each lemma (L1-L14, see :mod:`patchassoc.theory.lemmas`) is a symbolic proof; the command
-reports, for each, whether it was proved, whether the proof is general (symbolic sizes) or instance-only, its scope
-(the domain of a general proof, or the sizes checked), how many negative controls it ran, and how
-long it took, and writes ``lemmas.json`` to the output folder.
+reports, for each, whether it was proved, whether the proof is general (symbolic sizes) or
+instance-only, its scope (the domain of a general proof, or the sizes checked), how many negative
+controls it ran, and how long it took, and writes ``lemmas.json`` to the output folder.
 It exits with status 1 if any lemma is not proved. ``--lemma L4`` (repeatable) proves a subset.
 The configuration options are accepted but unused: the proofs are symbolic.
 """

@@ -40,6 +40,10 @@ def test_every_lemma_is_proved(records):
         assert r.failures == () and r.error is None
         assert r.seconds > 0
         assert RECORD_KEYS <= set(r.to_dict())
+        assert r.controls >= 1, name          # every proof runs a negative control
+        assert r.scope, name
+    general = [name for name, r in records.items() if r.general]
+    assert len(general) == 13 and "L4" not in general
 
 
 def test_records_are_json_ready(records):

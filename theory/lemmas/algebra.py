@@ -49,9 +49,10 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-__all__ = ["L", "C", "D", "TYPES", "Inv", "I_", "B_", "J_", "valencies", "intersection_numbers",
-           "idempotents", "count_intersections", "partition_labels", "canon", "in_range",
-           "indexed_apply", "sum_deltas", "set_sum", "total_sum", "u", "l_", "c_", "m_", "e_"]
+__all__ = ["L", "C", "D", "TYPES", "Inv", "I_", "B_", "J_", "basis", "valencies",
+           "intersection_numbers", "idempotents", "count_intersections", "partition_labels",
+           "canon", "in_range", "indexed_apply", "sum_deltas", "set_sum", "total_sum", "u", "l_",
+           "c_", "m_", "e_"]
 
 #: The sizes: number of sets and set size (positive integer symbols); D = L C patches.
 L, C = sp.symbols("L C", integer=True, positive=True)
@@ -216,6 +217,11 @@ def B_(L_=L, C_=C) -> Inv:
 
 def J_(L_=L, C_=C) -> Inv:
     return Inv(sp.Integer(1), sp.Integer(1), sp.Integer(1), L_, C_)
+
+
+def basis(L_=L, C_=C) -> tuple[Inv, Inv, Inv]:
+    """(E0, E1, E2) = (I, B - I, J - B): the unit coordinates, also dQ/da, dQ/db, dQ/dc."""
+    return tuple(Inv(*(sp.Integer(int(k == t)) for k in range(3)), L_, C_) for t in range(3))
 
 
 def idempotents(L_=L, C_=C) -> tuple[Inv, Inv, Inv]:

@@ -98,12 +98,12 @@ def prove_L6(proof: Proof) -> None:
 def _general_L6(proof: Proof, a, b, c, eta, ga, gb, gc) -> None:
     Q = alg.Inv(a, b, c)
     G = alg.Inv(ga, gb, gc)
-    units = [alg.Inv(*(sp.Integer(int(k == t)) for k in range(3))) for t in range(3)]
+    units = alg.basis()
     sizes = (alg.D, alg.D * (alg.C - 1), alg.D * (alg.D - alg.C))
     # dQ/dx is the unit coordinate x: the coordinates are linear in (a, b, c)
-    for x, unit in zip((a, b, c), units):
+    for t, (x, unit) in enumerate(zip((a, b, c), units)):
         proof.zero(sp.Matrix([sp.diff(q, x) for q in Q.coords]) - sp.Matrix(unit.coords),
-                   f"dQ/d{x} = {alg.TYPES[units.index(unit)]}", up_to="structural")
+                   f"dQ/d{x} = {alg.TYPES[t]}", up_to="structural")
     reduced = [G.frobenius(unit) for unit in units]
     for x, Rx, g, size in zip("abc", reduced, (ga, gb, gc), sizes):
         proof.equal(Rx / size, g, f"per-entry gradient = R~_{x} / {size}", up_to="cancel")
@@ -157,7 +157,8 @@ _Dsym = sp.Symbol("D", integer=True, positive=True)
 @lemma("L13", "frozen diagonal: the reduced dynamics",
        "with diag(Q) fixed (step Q <- Q - eta (J - I) o grad_Q R, the paper's Simplification 3.1) "
        "the invariant reduction still holds: the mask J - I is invariant, so the masked gradient "
-       "is equivariant whenever grad_Q R is (L4) and an invariant Q stays invariant; a stays fixed and a_{t+1} = a_t, b_{t+1} = b_t - eta R~_b / (D (C-1)), "
+       "is equivariant whenever grad_Q R is (L4) and an invariant Q stays invariant; a stays "
+       "fixed and a_{t+1} = a_t, b_{t+1} = b_t - eta R~_b / (D (C-1)), "
        "c_{t+1} = c_t - eta R~_c / (D (D-C)) (R~ at (a_0, b_t, c_t)); grad_Q R still has zero row "
        "sums (L2), but the row sums of Q are NOT conserved: each moves by eta G_ii per step "
        "(= eta R~_a / D = -eta (R~_b + R~_c) / D for invariant Q)",
@@ -190,7 +191,7 @@ def prove_L13(proof: Proof) -> None:
                "(J - I) o G has coordinates (0, g_b, g_c)", up_to="expand")
     stepped = Q - Gm.scale(eta)
     proof.zero(stepped.a - a, "a is fixed", up_to="expand")
-    units = [alg.Inv(*(sp.Integer(int(k_ == t)) for k_ in range(3))) for t in range(3)]
+    units = alg.basis()
     Ra, Rb, Rc = (Gi.frobenius(unit) for unit in units)
     sizes = (alg.D * (alg.C - 1), alg.D * (alg.D - alg.C))
     proof.zero(sp.Matrix([stepped.b - (b - eta * Rb / sizes[0]),

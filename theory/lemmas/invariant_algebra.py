@@ -77,7 +77,7 @@ def prove_L14(proof: Proof) -> None:
                            (J * B, J.scale(C), "J B = C J"), (J * J, J.scale(D), "J^2 = D J"),
                            (I * B, B, "I B = B")):
         proof.zero(sp.Matrix((lhs - rhs).coords), what, up_to="expand")
-    basis = [alg.Inv(*(sp.Integer(int(k == t)) for k in range(3))) for t in range(3)]
+    basis = alg.basis()
     for r, s in itertools.product(range(3), repeat=2):
         proof.zero(sp.Matrix((basis[r] * basis[s] - basis[s] * basis[r]).coords),
                    f"E{r} E{s} = E{s} E{r}", up_to="expand")

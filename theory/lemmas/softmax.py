@@ -1,11 +1,14 @@
 """Lemmas L1-L2: the softmax Jacobian, and why gradient descent conserves the row sums of Q.
 
 L1. For a = softmax(q) in R^n, da_i/dq_k = a_i (delta_ik - a_k); hence, for any upstream gradient
-    g = dR/da, dR/dq = a * (g - <a, g>) (the backpropagation of :mod:`patchassoc.theory.model` and of the
-    Numba kernels).
+    g = dR/da, dR/dq = a * (g - <a, g>) (the backpropagation of :mod:`patchassoc.theory.model`
+    and of the Numba kernels).
 L2. The risk depends on Q only through A = row-softmax(Q), whatever the loss and the data
     (attention is positional), and softmax ignores a shift of a row: sum_k dR/dQ_ik = 0 for every
     row i. A gradient step Q <- Q - eta grad_Q R therefore leaves every row sum of Q unchanged.
+
+Both are proved for a symbolic row length (n, D sympy symbols, sums over symbolic ranges); the
+fixed-size Jacobians are kept as instance cross-checks.
 
 References
 ----------
@@ -98,7 +101,7 @@ def prove_L1(proof: Proof) -> None:
         J = sp.Matrix(n, n, lambda i, k: sp.diff(a[i], qs[k]))
         claimed = sp.Matrix(n, n, lambda i, k: a[i] * ((1 if i == k else 0) - a[k]))
         proof.zero(exp_to_symbols(J - claimed, qs), f"Jacobian, n={n}", up_to="cancel")
-        # backprop: (J^T g)_k = a_k (g_k - <a, g>), as coded in patchassoc.theory.model and the kernels
+        # backprop: (J^T g)_k = a_k (g_k - <a, g>), as coded in theory.model and the kernels
         A = sp.Matrix([a])
         back = backprop_softmax(A, g.T)
         proof.zero(exp_to_symbols(J.T * g - back.T, qs), f"backprop formula, n={n}",
