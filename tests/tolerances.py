@@ -41,3 +41,17 @@ STEP_VS_FULL_REL = 1e-12
 #: Equal entries of grad_A in a row, and grad_Q = 0, at uniform attention (oracle), relative to
 #: max_i sum_j A_ij |grad_A_ij| (exactly zero in exact arithmetic).
 UNIFORM_GRAD_REL = 1e-12
+
+# -- issue 13: the independent oracle, the uniform fixed point, the Monte Carlo power test -----
+#: The oracle's NumPy primitives vs their closed forms: a few operations each, so a few
+#: roundings relative to the scale of the terms (|z|^p + nu |z|, |l|, ...).
+ORACLE_PRIMITIVE_REL = 1e-14
+#: Rounding of a gradient sum, per unit of the sum of the absolute values of its terms (the
+#: oracle's grad_A_abs / grad_alpha_abs): each term is a product of ~20 roundings (weight,
+#: l'(m), act'(z) = p z^(p-1) + nu, s_j), and the sums are compensated (engine) or blocked over
+#: <= ~10^4 terms (oracle): well under 1e-13 of the absolute sum, with a margin of ~50.
+GRAD_ROUNDING_REL = 1e-13
+#: Monte Carlo power test: confidence 1 - delta of each Bernstein check (issue 13: a realistic
+#: delta), and the relative engine error the sample size is chosen to detect.
+MC_POWER_DELTA = 1e-3
+MC_DETECT_REL = 1e-3

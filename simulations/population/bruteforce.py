@@ -6,13 +6,29 @@ other sets, each with probability (q/2)^n (1-q)^((L-1)C - n) / (2L), n the numbe
 delta. This module enumerates all of them for any Q, assuming no symmetry whatsoever, and is
 what the exact engine of :mod:`.exact` (which assumes invariance) is tested against.
 
-It also returns the gradient in alpha and in Q (full D x D, through the softmax) and the Bayes
-error, computed from the likelihoods directly,
+Independence. The oracle shares no code with the engines it checks: the softmax, the
+activation act(t) = t^p + nu t and its derivative, the logistic loss and its derivative, the
+tie rule and the softmax backpropagation (grad_Q = A o (grad_A - rowsum(A o grad_A))) are
+written here, plainly in NumPy, vectorized over the patterns; nothing is imported from
+:mod:`.exact`, :mod:`..kernels` or :mod:`.._scalar`. A bug in an engine primitive therefore
+shows up as a disagreement (tests/simulations/test_population_oracle.py breaks one on purpose).
+
+Sums. The per-pattern terms of the risk, the error, the probability and d risk / d alpha are
+summed pairwise (NumPy) within chunks of patterns and the chunk sums with :func:`math.fsum`;
+the D x D gradient in A uses NumPy's
+blocked matrix products (:func:`_blocked_gram`; the engine accumulates per pattern). :attr:`BruteForce.grad_A_abs` and
+:attr:`BruteForce.grad_alpha_abs` are the sums of the absolute values of the same terms: the
+scale that rounding errors are proportional to, for tolerances on gradients that can vanish.
+
+Bayes error, from the likelihoods directly,
 
     P(s | y) = (1/L) sum_l [s_{S_l} = y 1] prod_{l' != l} p(s_{S_l'}),
 
-predicting the sign of the larger one (ties, to relative 1e-12, count 1/2). Margins within
-``TIE_RTOL`` of zero count as ties, as in :mod:`.exact`.
+predicting the sign of the larger one (ties, to relative ``BAYES_TIE``, count 1/2).
+
+Ties of the model. A margin |m| <= ``TIE_RTOL`` D act(|alpha|) counts as a tie (error 1/2):
+the convention of the engines (SPEC section 5), restated here, so that exact zeros (e.g. T = 0
+under uniform attention) are not split at random by rounding.
 
 References
 ----------
@@ -20,6 +36,7 @@ SPEC section 5 (brute-force oracle, Bayes error).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -27,140 +44,62 @@ import numpy as np
 
 from patchassoc.theory.structure import Structure
 
-from .._jit import jit
-from ..kernels import grad_logits, softmax_rows
-from .exact import TIE_RTOL, _act, _kadd, _logistic, check_problem
-
-__all__ = ["BruteForce", "bruteforce_risk", "MAX_PATTERN_WORK", "pattern_count"]
+__all__ = ["BruteForce", "bruteforce_risk", "MAX_PATTERN_WORK", "pattern_count", "TIE_RTOL",
+           "BAYES_TIE", "softmax", "activation", "logistic", "grad_logits"]
 
 #: Largest 2 L 3^((L-1)C) D^2 (the oracle's work) accepted.
 MAX_PATTERN_WORK = 4_000_000_000
 
+#: Relative tie threshold on the margin, in units of the largest possible |f| = D act(|alpha|)
+#: (the engines' convention, SPEC section 5).
+TIE_RTOL = 1e-10
+
 #: Relative tolerance under which the two likelihoods of the Bayes decision are equal.
-_BAYES_TIE = 1e-12
+BAYES_TIE = 1e-12
+
+#: Patterns evaluated at once (bounds the memory to a few tens of MB at D = 16).
+_CHUNK = 1 << 15
+#: Patterns per block of the gradient's matrix products (see :func:`_blocked_gram`).
+_BLOCK = 256
 
 
-@jit
-def _bruteforce_kernel(A, sets, q, p, nu, alpha, want_grad, tie):
-    L, C = sets.shape
-    D = L * C
-    N = (L - 1) * C
-    half = q / 2.0
-    pw = np.empty(N + 1)
-    for n in range(N + 1):
-        pw[n] = half ** n * (1.0 - q) ** (N - n)
-    pset = np.empty(C + 1)  # probability of one set's pattern with n nonzero entries
-    for n in range(C + 1):
-        pset[n] = half ** n * (1.0 - q) ** (C - n)
-    labels = np.empty(D, dtype=np.int64)
-    for l in range(L):
-        for k in range(C):
-            labels[sets[l, k]] = l
-    acc = np.zeros(5)  # risk, error, Bayes error, probability, d risk / d alpha
-    comp = np.zeros(5)  # compensated sums: up to ~1e7 terms
-    gA = np.zeros((D, D))
-    s = np.zeros(D)
-    u = np.zeros(D)
-    G = np.zeros(D)
-    noise = np.empty(N, dtype=np.int64)
-    digit = np.zeros(N, dtype=np.int64)
-    vals = np.array([0.0, 1.0, -1.0])
-    nnz_set = np.zeros(L, dtype=np.int64)
-    pos_set = np.zeros(L, dtype=np.int64)
-    neg_set = np.zeros(L, dtype=np.int64)
-    for lstar in range(L):
-        m = 0
-        for j in range(D):
-            if labels[j] != lstar:
-                noise[m] = j
-                m += 1
-        for k in range(N):
-            digit[k] = 0
-        nnz = 0
-        while True:
-            w = pw[nnz] / (2.0 * L)
-            for yi in range(2):
-                y = 1.0 if yi == 0 else -1.0
-                for k in range(C):
-                    s[sets[lstar, k]] = y
-                for k in range(N):
-                    s[noise[k]] = vals[digit[k]]
-                f = 0.0
-                for i in range(D):
-                    dot = 0.0
-                    for j in range(D):
-                        dot += A[i, j] * s[j]
-                    u[i] = dot
-                    a, da = _act(alpha * dot, p, nu)
-                    f += a
-                    G[i] = da
-                mg = y * f
-                loss, dl = _logistic(mg)
-                _kadd(acc, comp, 0, w * loss)
-                _kadd(acc, comp, 3, w)
-                if mg < -tie:
-                    _kadd(acc, comp, 1, w)
-                elif mg <= tie:
-                    _kadd(acc, comp, 1, 0.5 * w)
-                if want_grad:
-                    g = w * y * dl
-                    ga = 0.0
-                    for i in range(D):
-                        gi = g * G[i]
-                        ga += gi * u[i]
-                        for j in range(D):
-                            gA[i, j] += gi * alpha * s[j]
-                    _kadd(acc, comp, 4, ga)
-                # Bayes decision from the likelihoods P(s | +1), P(s | -1)
-                for l in range(L):
-                    nnz_set[l] = 0
-                    pos_set[l] = 0
-                    neg_set[l] = 0
-                for j in range(D):
-                    l = labels[j]
-                    if s[j] != 0.0:
-                        nnz_set[l] += 1
-                    if s[j] > 0.0:
-                        pos_set[l] += 1
-                    elif s[j] < 0.0:
-                        neg_set[l] += 1
-                like_p = 0.0
-                like_m = 0.0
-                for l in range(L):
-                    if pos_set[l] == C or neg_set[l] == C:
-                        prod = 1.0
-                        for l2 in range(L):
-                            if l2 != l:
-                                prod *= pset[nnz_set[l2]]
-                        if pos_set[l] == C:
-                            like_p += prod
-                        else:
-                            like_m += prod
-                scale = max(like_p, like_m)
-                if abs(like_p - like_m) <= _BAYES_TIE * scale:
-                    _kadd(acc, comp, 2, 0.5 * w)
-                elif (like_p > like_m) != (y > 0):
-                    _kadd(acc, comp, 2, w)
-            # next noise pattern (base-3 odometer)
-            k = 0
-            while k < N:
-                if digit[k] == 0:
-                    nnz += 1
-                if digit[k] < 2:
-                    digit[k] += 1
-                    break
-                digit[k] = 0
-                nnz -= 1
-                k += 1
-            if k == N:
-                break
-    return acc[0] + comp[0], acc[1] + comp[1], acc[2] + comp[2], acc[3] + comp[3], \
-        acc[4] + comp[4], gA
+# -- primitives (plain NumPy, independent of the engines) --------------------------------------
+def softmax(Q: np.ndarray) -> np.ndarray:
+    """Row-softmax, shifted by the row maximum."""
+    E = np.exp(Q - Q.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def activation(z: np.ndarray, p: int, nu: float) -> tuple[np.ndarray, np.ndarray]:
+    """act(z) = z^p + nu z and act'(z) = p z^(p-1) + nu (p - 1 even: z^(p-1) = (z^2)^((p-1)/2),
+    by repeated products)."""
+    z2 = z * z
+    zp1 = z2
+    for _ in range((p - 1) // 2 - 1):
+        zp1 = zp1 * z2
+    return zp1 * z + nu * z, p * zp1 + nu
+
+
+def logistic(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """l(m) = log(1 + exp(-m)) = logaddexp(0, -m) and l'(m) = -1 / (1 + exp(m)), the latter
+    from e = exp(-|m|) <= 1 so that nothing overflows."""
+    e = np.exp(-np.abs(m))
+    dl = np.where(m > 0, -e / (1.0 + e), -1.0 / (1.0 + e))
+    return np.logaddexp(0.0, -m), dl
+
+
+def grad_logits(A: np.ndarray, gA: np.ndarray) -> np.ndarray:
+    """Backpropagation through the row-softmax: grad_Q = A o (gA - rowsum(A o gA))."""
+    return A * (gA - np.sum(A * gA, axis=1, keepdims=True))
 
 
 @dataclass(frozen=True, eq=False)
 class BruteForce:
-    """What :func:`bruteforce_risk` computed (gradients are ``None`` unless requested)."""
+    """What :func:`bruteforce_risk` computed (gradients are ``None`` unless requested).
+
+    ``grad_A_abs`` / ``grad_alpha_abs``: sums of |term| behind ``grad_A`` / ``grad_alpha``
+    (module notes), for rounding bounds.
+    """
 
     risk: float
     error: float
@@ -170,11 +109,39 @@ class BruteForce:
     grad_alpha: float | None = None
     grad_Q: np.ndarray | None = None
     grad_A: np.ndarray | None = None
+    grad_A_abs: np.ndarray | None = None
+    grad_alpha_abs: float | None = None
 
 
 def pattern_count(L: int, C: int) -> int:
     """Number of (y, l*, noise pattern) triples the oracle visits."""
     return 2 * L * 3 ** ((L - 1) * C)
+
+
+def _check(structure, q, p, nu, alpha):
+    if not isinstance(structure, Structure):
+        raise ValueError("structure must be a patchassoc.theory.structure.Structure")
+    if isinstance(q, bool) or not (0.0 <= float(q) <= 1.0):
+        raise ValueError(f"q must lie in [0, 1], got {q!r}")
+    if isinstance(p, bool) or int(p) != p or p < 3 or int(p) % 2 == 0:
+        raise ValueError(f"p must be an odd integer >= 3, got {p!r}")
+    nu = float(nu)
+    if not (math.isfinite(nu) and nu >= 0):
+        raise ValueError(f"nu must be finite and >= 0, got {nu!r}")
+    alpha = float(alpha)
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be finite, got {alpha!r}")
+    return float(q), int(p), nu, alpha
+
+
+def _noise_patterns(n: int) -> np.ndarray:
+    """All 3^n vectors in {0, +1, -1}^n (rows), the first coordinate varying fastest."""
+    pats = np.zeros((3 ** n, n))
+    idx = np.arange(3 ** n)
+    for k in range(n):
+        digit = (idx // 3 ** k) % 3
+        pats[:, k] = np.where(digit == 1, 1.0, np.where(digit == 2, -1.0, 0.0))
+    return pats
 
 
 def bruteforce_risk(Q: np.ndarray, structure: Structure, q: float, p: int, nu: float,
@@ -201,31 +168,119 @@ def bruteforce_risk(Q: np.ndarray, structure: Structure, q: float, p: int, nu: f
     ----------
     SPEC section 5.
     """
-    if not isinstance(structure, Structure):
-        raise ValueError("structure must be a patchassoc.theory.structure.Structure")
-    L, C = structure.L, structure.C
-    L, C, q, p, nu = check_problem(L, C, q, p, nu)
-    D = L * C
-    Q = np.ascontiguousarray(Q, dtype=np.float64)
+    q, p, nu, alpha = _check(structure, q, p, nu, alpha)
+    L, C, D = structure.L, structure.C, structure.D
+    Q = np.asarray(Q, dtype=np.float64)
     if Q.shape != (D, D):
         raise ValueError(f"Q must have shape ({D}, {D}), got {Q.shape}")
     if not np.all(np.isfinite(Q)):
         raise ValueError("Q contains non-finite values")
-    alpha = float(alpha)
-    if not math.isfinite(alpha):
-        raise ValueError(f"alpha must be finite, got {alpha!r}")
     n_pat = pattern_count(L, C)
     if n_pat * D * D > max_work:
         raise ValueError(f"brute force at L={L}, C={C} visits {n_pat:,} patterns "
                          f"(work {n_pat * D * D:.3g} > cap {max_work:.3g}); use the exact "
                          f"engine for invariant Q")
-    A = softmax_rows(Q)
+    A = softmax(Q)
     Aabs = abs(alpha)
     tie = TIE_RTOL * D * (Aabs ** p + nu * Aabs)
-    risk, err, bayes, total, galpha, gA = _bruteforce_kernel(
-        A, np.ascontiguousarray(structure.sets, dtype=np.int64), q, p, nu, alpha, grad, tie)
+    N = (L - 1) * C
+    pats = _noise_patterns(N)
+    nnz = np.count_nonzero(pats, axis=1)
+    prob = (q / 2.0) ** nnz * (1.0 - q) ** (N - nnz) / (2.0 * L)
+    sets = np.asarray(structure.sets)
+    terms: dict[str, list] = {k: [] for k in ("risk", "error", "prob", "galpha",
+                                              "galpha_abs")}
+    gA = np.zeros((D, D))
+    gA_abs = np.zeros((D, D))
+    for lstar in range(L):
+        noise = np.setdiff1d(np.arange(D), sets[lstar])
+        for y in (1.0, -1.0):
+            for lo in range(0, pats.shape[0], _CHUNK):
+                w = prob[lo:lo + _CHUNK]
+                s = np.zeros((w.size, D))
+                s[:, sets[lstar]] = y
+                s[:, noise] = pats[lo:lo + _CHUNK]
+                u = s @ A.T                                     # u_i = sum_j A_ij s_j
+                act, dact = activation(alpha * u, p, nu)
+                m = y * act.sum(axis=1)
+                loss, dl = logistic(m)
+                # per chunk: NumPy's pairwise sum (rounding <= ~log2(n) eps sum |terms|)
+                terms["risk"].append(np.sum(w * loss))
+                terms["error"].append(np.sum(w * np.where(m < -tie, 1.0,
+                                                          np.where(m <= tie, 0.5, 0.0))))
+                terms["prob"].append(np.sum(w))
+                if grad:
+                    G = (w * y * dl)[:, None] * dact            # d loss / d z_i, weighted
+                    Gu = G * u
+                    terms["galpha"].append(np.sum(Gu))
+                    terms["galpha_abs"].append(np.sum(np.abs(Gu)))
+                    # d risk / d A_ij = alpha sum_patterns G_i s_j, in blocks of _BLOCK
+                    gA += alpha * _blocked_gram(G, s)
+                    gA_abs += Aabs * (np.abs(G).T @ np.abs(s))
+    total = {k: math.fsum(v) if v else None for k, v in terms.items()}
+    bayes = _bayes_error(tuple(map(tuple, sets.tolist())), q)
+    out = dict(risk=total["risk"], error=total["error"], bayes_error=bayes,
+               probability=total["prob"], patterns=n_pat)
     if not grad:
-        return BruteForce(risk=risk, error=err, bayes_error=bayes, probability=total,
-                          patterns=n_pat)
-    return BruteForce(risk=risk, error=err, bayes_error=bayes, probability=total,
-                      patterns=n_pat, grad_alpha=galpha, grad_Q=grad_logits(A, gA), grad_A=gA)
+        return BruteForce(**out)
+    return BruteForce(**out, grad_alpha=total["galpha"], grad_Q=grad_logits(A, gA), grad_A=gA,
+                      grad_A_abs=gA_abs, grad_alpha_abs=total["galpha_abs"])
+
+
+def _blocked_gram(G: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """G^T s summed as blocks of ``_BLOCK`` patterns (matrix products), then block by block:
+    rounding <= ~(_BLOCK + number of blocks) eps sum |G_pi s_pj| per entry."""
+    n, D = G.shape
+    nb = -(-n // _BLOCK)
+    pad = nb * _BLOCK - n
+    if pad:
+        G = np.concatenate([G, np.zeros((pad, D))])
+        s = np.concatenate([s, np.zeros((pad, D))])
+    Gb = G.reshape(nb, _BLOCK, D)
+    sb = s.reshape(nb, _BLOCK, D)
+    return np.sum(np.matmul(Gb.transpose(0, 2, 1), sb), axis=0)
+
+
+@functools.lru_cache(maxsize=32)
+def _bayes_error(sets: tuple, q: float) -> float:
+    """Bayes error by the same enumeration (it depends on the partition and q only, so it is
+    computed once per (partition, q))."""
+    sets = np.array(sets, dtype=np.int64)
+    L, C = sets.shape
+    D = L * C
+    N = (L - 1) * C
+    pats = _noise_patterns(N)
+    nnz = np.count_nonzero(pats, axis=1)
+    prob = (q / 2.0) ** nnz * (1.0 - q) ** (N - nnz) / (2.0 * L)
+    pset = (q / 2.0) ** np.arange(C + 1) * (1.0 - q) ** (C - np.arange(C + 1))
+    parts = []
+    for lstar in range(L):
+        noise = np.setdiff1d(np.arange(D), sets[lstar])
+        for y in (1.0, -1.0):
+            for lo in range(0, pats.shape[0], _CHUNK):
+                w = prob[lo:lo + _CHUNK]
+                s = np.zeros((w.size, D))
+                s[:, sets[lstar]] = y
+                s[:, noise] = pats[lo:lo + _CHUNK]
+                parts.append(np.sum(w * _bayes_wrong(s, y, sets, pset, C)))
+    return math.fsum(parts)
+
+
+def _bayes_wrong(s: np.ndarray, y: float, sets: np.ndarray, pset: np.ndarray,
+                 C: int) -> np.ndarray:
+    """Per pattern: 1 if the Bayes decision is wrong, 1/2 on a tie of the likelihoods, else 0."""
+    S = s[:, sets]                                      # (n, L, C)
+    p_set = pset[np.count_nonzero(S, axis=2)]           # (n, L) probability of each set's state
+    all_pos = np.all(S == 1.0, axis=2)
+    all_neg = np.all(S == -1.0, axis=2)
+    # prod_{l' != l} p(s_l') as (product of the sets before l) x (product of those after l)
+    n, L = p_set.shape
+    before = np.ones((n, L))
+    after = np.ones((n, L))
+    before[:, 1:] = np.cumprod(p_set[:, :-1], axis=1)
+    after[:, :-1] = np.cumprod(p_set[:, :0:-1], axis=1)[:, ::-1]
+    others = before * after
+    like_p = np.sum(np.where(all_pos, others, 0.0), axis=1)
+    like_m = np.sum(np.where(all_neg, others, 0.0), axis=1)
+    tie = np.abs(like_p - like_m) <= BAYES_TIE * np.maximum(like_p, like_m)
+    return np.where(tie, 0.5, np.where((like_p > like_m) != (y > 0), 1.0, 0.0))
