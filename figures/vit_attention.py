@@ -60,7 +60,9 @@ def plot(result: ViTResult, ax=None, *, queries: Sequence[int] | None = None, la
 
     Returns the figure.
     """
-    kinds = [k for k in result.kinds if k != REFERENCE] + (
+    # the positional model(s) above the standard ViT; the controls' maps (uniform, identity)
+    # are fixed by construction and not drawn
+    kinds = [k for k in result.kinds if k in ("positional", "logits")] + (
         [REFERENCE] if REFERENCE in result.kinds else [])
     grid = result.grid
     queries = list(default_queries(grid) if queries is None else queries)

@@ -6,26 +6,31 @@ only NumPy/SciPy (and scikit-learn for the bundled digits). Nothing here is impo
 of the toolkit, and the PyTorch modules are loaded only when one of their names is used.
 
 Public API: :class:`ViTConfig`, :class:`ViT`, :func:`build_model` (models); :class:`Recipe`,
-:data:`RECIPES`, :func:`train_one`, :func:`compare` (training); :class:`ImageData`,
-:func:`load_dataset`, :func:`patch_permutation` (data); :class:`ViTResult` (results);
-:func:`mean_ci`, :func:`paired_gap_ci` (statistics).
+:data:`RECIPES`, :func:`train_one`, :func:`compare`, :func:`study` (training: the comparison with its controls and
+the shuffled-patch experiment); :class:`ImageData`, :func:`load_dataset`,
+:func:`block_permutation`, :func:`shuffle_blocks` (data); :class:`ViTResult`,
+:class:`ShuffleResult` (results); :func:`mean_ci`, :func:`paired_gap_ci`, :func:`locality_z`
+(statistics).
 """
 from __future__ import annotations
 
 import importlib
 
-from .data import DATASETS, ImageData, load_dataset, patch_permutation
-from .result import ViTResult
-from .stats import mean_ci, paired_gap_ci
+from .data import (DATASETS, ImageData, block_permutation, load_dataset, patch_permutation,
+                   shuffle_blocks, token_permutation, unshuffle_blocks)
+from .result import ShuffleResult, ViTResult
+from .stats import locality_z, mean_ci, paired_gap_ci
 
 _LAZY = {
     "ATTENTIONS": "models", "ViTConfig": "models", "ViT": "models", "build_model": "models",
     "Recipe": "train", "RECIPES": "train", "recipe_for": "train", "train_one": "train",
-    "compare": "train", "patchify": "train",
+    "compare": "train", "patchify": "train", "study": "train", "run_tasks": "train",
+    "Task": "train", "CNNConfig": "models", "CNN": "models", "build_cnn": "models",
 }
 
-__all__ = ["DATASETS", "ImageData", "load_dataset", "patch_permutation", "ViTResult", "mean_ci",
-           "paired_gap_ci", *_LAZY]
+__all__ = ["DATASETS", "ImageData", "load_dataset", "patch_permutation", "block_permutation",
+           "shuffle_blocks", "unshuffle_blocks", "token_permutation", "ViTResult",
+           "ShuffleResult", "mean_ci", "paired_gap_ci", "locality_z", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -19,9 +19,19 @@ Formats read (the standard distributions of each benchmark):
 The pickles are read with a restricted unpickler that only rebuilds plain containers and NumPy
 arrays, so a foreign file cannot run code.
 
-The patch control (:func:`patch_permutation`) draws one fixed permutation of the patch positions,
-applied identically to every image: a model that only uses the content of patches, or that learns
-positions from scratch, loses nothing; one that relies on the grid order would.
+The shuffled-patch experiment (the paper's, SPEC section 6 claim 6): every image is cut into square
+blocks of b x b pixels, a (gh/b) x (gw/b) block grid, and one fixed random permutation sigma of the
+blocks is applied to every image (train and test alike): output block k is input block sigma(k)
+(:func:`block_permutation`, :func:`shuffle_blocks`, :func:`unshuffle_blocks`). sigma is drawn from
+the seed and b, and is a derangement (no block stays in place) whenever there are at least two
+blocks; b equal to the image side is one block, i.e. no shuffle. When b is a multiple of the ViT
+patch side p, the shuffle moves whole patches: token t of a shuffled image is the patch at grid
+position tau(t) of the original image (:func:`token_permutation`). A model that learns positions
+from scratch (a ViT with learned positional encodings) loses nothing; one whose bias is locality on
+the pixel grid (a CNN) does, the more the finer the blocks.
+
+:func:`patch_permutation` (one fixed permutation of the patch positions, drawn without the block
+structure) is kept for callers that permute tokens directly.
 
 This module needs NumPy and SciPy only (scikit-learn for the digits), never PyTorch.
 
@@ -41,7 +51,9 @@ import numpy as np
 from ..errors import UsageError
 
 __all__ = ["ImageData", "DATASETS", "load_dataset", "load_digits", "load_cifar10",
-           "load_cifar100", "load_svhn", "patch_grid", "patch_permutation", "DIGITS_SPLIT"]
+           "load_cifar100", "load_svhn", "patch_grid", "patch_permutation", "DIGITS_SPLIT",
+           "check_block", "block_permutation", "shuffle_blocks", "unshuffle_blocks",
+           "token_permutation", "default_blocks"]
 
 #: Names accepted by :func:`load_dataset` (and ``patchassoc vit --data``).
 DATASETS = ("digits", "cifar10", "cifar100", "svhn")
@@ -93,6 +105,13 @@ class ImageData:
     def image_shape(self) -> tuple[int, int, int]:
         """(H, W, channels)."""
         return tuple(int(s) for s in self.x_train.shape[1:])
+
+    def shuffled(self, block: int, permutation: np.ndarray) -> "ImageData":
+        """Both splits with the blocks of side ``block`` permuted by ``permutation`` (see
+        :func:`shuffle_blocks`)."""
+        return ImageData(self.name, shuffle_blocks(self.x_train, block, permutation),
+                         self.y_train, shuffle_blocks(self.x_test, block, permutation),
+                         self.y_test, self.n_classes, self.max_value)
 
     def subset(self, n_train: int | None = None, n_test: int | None = None) -> "ImageData":
         """The first ``n_train`` training and ``n_test`` test images (for quick runs)."""
@@ -292,3 +311,90 @@ def patch_permutation(n_patches: int, seed: int) -> np.ndarray:
     """
     return np.random.default_rng(np.random.SeedSequence([int(seed), 0x9E37])).permutation(
         n_patches)
+
+
+def check_block(image_shape: tuple[int, ...], block, patch: int | None = None) -> int:
+    """Validate a shuffle block size: a positive integer dividing the image height and width and,
+    when ``patch`` is given, a multiple of the patch side (so a shuffle moves whole patches).
+    Returns it as an int; raises :class:`UsageError` naming the option ``--shuffle``."""
+    H, W = image_shape[:2]
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
+        raise UsageError(f"--shuffle {block!r}: the block size must be a positive integer "
+                         f"(pixels)")
+    block = int(block)
+    if H % block or W % block:
+        raise UsageError(f"--shuffle {block}: the block size must divide the image size "
+                         f"{H} x {W}")
+    if patch is not None and block % patch:
+        raise UsageError(f"--shuffle {block}: the block size must be a multiple of the patch "
+                         f"size {patch} (a shuffle moves whole patches)")
+    return block
+
+
+def default_blocks(image_shape: tuple[int, ...], patch: int) -> list[int]:
+    """The block sizes p, 2p, 4p, ... up to the image side (which means no shuffle): for the
+    8 x 8 digits with 2 x 2 patches, 2, 4 and 8."""
+    side = min(image_shape[:2])
+    out, b = [], patch
+    while b <= side:
+        if image_shape[0] % b == 0 and image_shape[1] % b == 0:
+            out.append(b)
+        b *= 2
+    return out
+
+
+def block_permutation(image_shape: tuple[int, ...], block: int, seed: int) -> np.ndarray:
+    """The fixed permutation sigma of the (H/b) x (W/b) blocks (row-major) for shuffle seed
+    ``seed``: a uniformly drawn derangement when there are at least two blocks (redrawn until no
+    block stays in place), the identity of length 1 otherwise."""
+    block = check_block(image_shape, block)
+    n = (image_shape[0] // block) * (image_shape[1] // block)
+    if n == 1:
+        return np.zeros(1, dtype=np.int64)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), block, 0xB10C]))
+    while True:
+        perm = rng.permutation(n)
+        if not np.any(perm == np.arange(n)):
+            return perm.astype(np.int64)
+
+
+def _check_perm(perm, n: int) -> np.ndarray:
+    perm = np.asarray(perm)
+    if perm.shape != (n,) or not np.array_equal(np.sort(perm), np.arange(n)):
+        raise ValueError(f"permutation must be a permutation of 0..{n - 1}")
+    return perm.astype(np.int64)
+
+
+def shuffle_blocks(x: np.ndarray, block: int, permutation) -> np.ndarray:
+    """Images ``x`` (N, H, W, channels) with their b x b blocks permuted: block k (row-major over
+    the block grid) of the output is block ``permutation[k]`` of the input."""
+    x = np.asarray(x)
+    if x.ndim != 4:
+        raise ValueError(f"images must have shape (N, H, W, channels), got {x.shape}")
+    N, H, W, C = x.shape
+    block = check_block((H, W), block)
+    gh, gw = H // block, W // block
+    perm = _check_perm(permutation, gh * gw)
+    blocks = x.reshape(N, gh, block, gw, block, C).transpose(0, 1, 3, 2, 4, 5)
+    blocks = blocks.reshape(N, gh * gw, block, block, C)[:, perm]
+    out = blocks.reshape(N, gh, gw, block, block, C).transpose(0, 1, 3, 2, 4, 5)
+    return np.ascontiguousarray(out.reshape(N, H, W, C))
+
+
+def unshuffle_blocks(x: np.ndarray, block: int, permutation) -> np.ndarray:
+    """The inverse of :func:`shuffle_blocks` with the same ``permutation``."""
+    x = np.asarray(x)
+    n = (x.shape[1] // block) * (x.shape[2] // block) if x.ndim == 4 and block > 0 else 0
+    return shuffle_blocks(x, block, np.argsort(_check_perm(permutation, n)))
+
+
+def token_permutation(image_shape: tuple[int, ...], block: int, permutation, patch: int
+                      ) -> np.ndarray:
+    """tau of a block shuffle seen by a ViT with p x p patches: token t (row-major over the
+    patch grid) of a shuffled image is the patch at grid position ``tau[t]`` of the original."""
+    H, W = image_shape[:2]
+    block = check_block((H, W), block, patch)
+    gh, gw = patch_grid((H, W, 1), patch)
+    label = np.arange(gh * gw).reshape(gh, gw).repeat(patch, 0).repeat(patch, 1)
+    moved = shuffle_blocks(label[None, :, :, None], block, permutation)[0, :, :, 0]
+    return np.ascontiguousarray(moved[::patch, ::patch].reshape(-1)).astype(np.int64)

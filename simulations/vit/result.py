@@ -5,7 +5,15 @@ A result folder holds ``config.json`` (the metadata: data set, recipe, seeds, ti
 ``metrics.json`` (the summary of :meth:`ViTResult.summary`) and ``arrays.npz``: the test accuracy
 (kinds x seeds), the training loss per epoch (kinds x seeds x epochs), the attention maps
 (kinds x seeds x depth x heads x D x D, in token order; for the standard ViT the average over the
-test images) and the patch permutation (identity unless the permuted-patch control ran).
+test images), the learned positional encodings (kinds x seeds x D x dim, token order) and the token
+permutation (identity unless the comparison itself ran on shuffled images).
+
+A :class:`ShuffleResult` (the shuffled-patch experiment) holds the test accuracy (models x block
+sizes x seeds), the token permutation of each block size, and the ViTs' attention maps and
+positional encodings (ViT models x block sizes x seeds x ...); its summary has the accuracy table
+with 95 % t-intervals, each model's paired accuracy change from the unshuffled images to the
+finest shuffle, and the locality z-scores of :func:`~.stats.locality_z` of the positional
+attention and of the positional encodings' cosine Gram matrix, once the shuffle is undone.
 
 References
 ----------
@@ -19,12 +27,15 @@ from pathlib import Path
 import numpy as np
 
 from ..results import load_folder, save_folder
-from .stats import attention_distance, mean_ci, paired_gap_ci, uniform_distance
+from .stats import (attention_distance, cosine_gram, locality_z, mean_ci, paired_gap_ci,
+                    uniform_distance)
 
-__all__ = ["ViTResult", "REFERENCE", "TREATMENT"]
+__all__ = ["ViTResult", "ShuffleResult", "REFERENCE", "TREATMENT", "CONTROLS"]
 
 #: The baseline (standard ViT) and the treatment (positional attention) of the comparison.
 REFERENCE, TREATMENT = "content", "positional"
+#: The controls: fixed uniform attention, and no token mixing (per-patch MLP, mean pooling).
+CONTROLS = ("uniform", "none")
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +55,9 @@ class ViTResult:
         Attention weights in token order (rows sum to 1).
     permutation : ndarray of int, shape (D,)
         Token t is the patch at grid position ``permutation[t]``.
+    pos : ndarray, shape (kinds, seeds, D, dim), or None
+        Learned positional encodings in token order (None in results saved before they were
+        recorded).
     """
 
     meta: dict
@@ -51,6 +65,7 @@ class ViTResult:
     train_loss: np.ndarray
     attention: np.ndarray
     permutation: np.ndarray
+    pos: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         K, S = len(self.meta["kinds"]), len(self.meta["seeds"])
@@ -85,7 +100,9 @@ class ViTResult:
 
     def summary(self) -> dict:
         """Mean test accuracy of each kind with its 95 % t-interval over seeds, the paired gap
-        (positional minus standard) with its interval, and attention distances (in patches)."""
+        (positional minus standard) with its interval, attention distances (in patches), and,
+        when the controls ran, the paired gaps of the positional model over each control
+        (``positional_vs_uniform``, ``positional_vs_none``)."""
         out: dict = dict(data=self.meta["data"], seeds=list(self.meta["seeds"]),
                          permuted=bool(self.meta["permuted"]), grid=list(self.grid),
                          n_train=self.meta["n_train"], n_test=self.meta["n_test"])
@@ -104,6 +121,11 @@ class ViTResult:
                 if kind != REFERENCE:
                     out[f"gap_{kind}"] = paired_gap_ci(self.accuracy_of(kind),
                                                        self.accuracy_of(REFERENCE))
+        if TREATMENT in self.kinds:
+            for control in CONTROLS:
+                if control in self.kinds:
+                    out[f"{TREATMENT}_vs_{control}"] = paired_gap_ci(
+                        self.accuracy_of(TREATMENT), self.accuracy_of(control))
         out["wall_s"] = self.meta.get("wall_s")
         out["cpu_s"] = self.meta.get("cpu_s")
         return out
@@ -111,6 +133,8 @@ class ViTResult:
     def save(self, folder) -> Path:
         arrays = dict(accuracy=self.accuracy, train_loss=self.train_loss,
                       attention=self.attention.astype(np.float32), permutation=self.permutation)
+        if self.pos is not None:
+            arrays["pos"] = self.pos
         return save_folder(folder, self.meta, self.summary(), arrays)
 
     @classmethod
@@ -121,4 +145,117 @@ class ViTResult:
                 raise FileNotFoundError(f"{folder} is not a ViT result (no {key} array)")
         return cls(meta=meta, accuracy=arrays["accuracy"], train_loss=arrays["train_loss"],
                    attention=arrays["attention"].astype(np.float64),
-                   permutation=arrays["permutation"].astype(np.int64))
+                   permutation=arrays["permutation"].astype(np.int64), pos=arrays.get("pos"))
+
+
+@dataclass(frozen=True, eq=False)
+class ShuffleResult:
+    """The shuffled-patch experiment: accuracy against block size, and the learned positional
+    maps of the ViTs.
+
+    Parameters
+    ----------
+    meta : dict
+        ``data``, ``models``, ``vit_models``, ``blocks`` (pixels; the image side = no shuffle),
+        ``seeds``, ``grid``, ``recipe``, ``shuffle_seed``, ``block_permutations``...
+    accuracy : ndarray, shape (models, blocks, seeds)
+        Test accuracy in [0, 1].
+    token_permutation : ndarray of int, shape (blocks, D)
+        tau per block size: token t of a shuffled image is the patch at grid position tau[t].
+    pos : ndarray, shape (vit models, blocks, seeds, D, dim)
+        Learned positional encodings in token order.
+    attention : ndarray, shape (vit models, blocks, seeds, depth, heads, D, D)
+        Attention maps in token order (input-independent for the positional ViT; the mean over
+        the test images for the standard ViT).
+    """
+
+    meta: dict
+    accuracy: np.ndarray
+    token_permutation: np.ndarray
+    pos: np.ndarray
+    attention: np.ndarray
+
+    def __post_init__(self) -> None:
+        M, B, S = len(self.meta["models"]), len(self.meta["blocks"]), len(self.meta["seeds"])
+        V = len(self.meta["vit_models"])
+        D = int(np.prod(self.meta["grid"]))
+        if self.accuracy.shape != (M, B, S):
+            raise ValueError(f"accuracy must have shape ({M}, {B}, {S}), got "
+                             f"{self.accuracy.shape}")
+        if self.token_permutation.shape != (B, D):
+            raise ValueError(f"token_permutation must have shape ({B}, {D})")
+        if V and (self.pos.shape[:4] != (V, B, S, D) or self.attention.shape[:3] != (V, B, S)
+                  or self.attention.shape[-2:] != (D, D)):
+            raise ValueError("pos and attention must start with (vit models, blocks, seeds) "
+                             "and hold D x D maps")
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        return tuple(int(g) for g in self.meta["grid"])
+
+    @property
+    def blocks(self) -> list[int]:
+        return [int(b) for b in self.meta["blocks"]]
+
+    def accuracy_of(self, model: str, block: int) -> np.ndarray:
+        return self.accuracy[self.meta["models"].index(model), self.blocks.index(block)]
+
+    def maps(self, source: str, block: int) -> np.ndarray:
+        """Similarity maps (seeds, D, D) in token order: ``"attention"`` (the positional ViT's
+        attention, mean over layers and heads) or ``"pos_<model>"`` (the cosine Gram matrix of
+        the positional encodings of ViT ``model``)."""
+        j = self.blocks.index(block)
+        vits = list(self.meta["vit_models"])
+        if source == "attention" and self._positional() is not None:
+            return self.attention[vits.index(self._positional()), j].mean(axis=(1, 2))
+        if source.startswith("pos_") and source[4:] in vits:
+            return cosine_gram(self.pos[vits.index(source[4:]), j])
+        raise ValueError(f"unknown map source {source!r}")
+
+    def _positional(self) -> str | None:
+        """The positional-attention model of the experiment (positional, or free logits)."""
+        return next((m for m in ("positional", "logits") if m in self.meta["vit_models"]), None)
+
+    def map_sources(self) -> list[str]:
+        vits = list(self.meta["vit_models"])
+        return ((["attention"] if self._positional() else [])
+                + [f"pos_{m}" for m in vits if m in ("positional", "logits", "content")])
+
+    def summary(self) -> dict:
+        """Accuracy table (model -> block -> mean with 95 % CI), the paired change from the
+        largest to the smallest block per model, and the locality of each learned map per block
+        (the z-score against 200 random relabellings, after undoing the shuffle)."""
+        blocks = self.blocks
+        models = list(self.meta["models"])
+        table = {m: {str(b): dict(mean_ci(self.accuracy_of(m, b)),
+                                  per_seed=self.accuracy_of(m, b).tolist())
+                     for b in blocks} for m in models}
+        finest, coarsest = min(blocks), max(blocks)
+        change = ({m: paired_gap_ci(self.accuracy_of(m, finest), self.accuracy_of(m, coarsest))
+                   for m in models} if finest != coarsest else {})
+        locality = {src: {str(b): locality_z(self.maps(src, b), self.grid,
+                                             self.token_permutation[blocks.index(b)])
+                          for b in blocks} for src in self.map_sources()}
+        head = locality.get("attention", {}).get(str(finest))
+        return dict(data=self.meta["data"], blocks=blocks, models=models,
+                    seeds=list(self.meta["seeds"]), grid=list(self.grid),
+                    no_shuffle_block=int(max(self.meta["image_shape"][:2])),
+                    epochs=self.meta["recipe"]["epochs"], accuracy=table,
+                    change_finest_minus_coarsest=change, finest=finest, coarsest=coarsest,
+                    locality=locality, locality_z=None if head is None else head["z"],
+                    wall_s=self.meta.get("wall_s"), cpu_s=self.meta.get("cpu_s"))
+
+    def save(self, folder) -> Path:
+        arrays = dict(accuracy=self.accuracy, token_permutation=self.token_permutation,
+                      pos=self.pos, attention=self.attention.astype(np.float32))
+        return save_folder(folder, self.meta, self.summary(), arrays)
+
+    @classmethod
+    def load(cls, folder) -> "ShuffleResult":
+        meta, _, arrays = load_folder(folder)
+        for key in ("accuracy", "token_permutation", "pos", "attention"):
+            if key not in arrays:
+                raise FileNotFoundError(f"{folder} is not a shuffled-patch result (no {key})")
+        return cls(meta=meta, accuracy=arrays["accuracy"],
+                   token_permutation=arrays["token_permutation"].astype(np.int64),
+                   pos=arrays["pos"], attention=arrays["attention"].astype(np.float64))

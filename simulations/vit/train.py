@@ -1,15 +1,19 @@
 """Training and evaluation of the standard and positional-attention ViTs over seeds.
 
-One run trains a model of :mod:`patchassoc.simulations.vit.models` on the training images with AdamW
+One run trains a model of :mod:`patchassoc.simulations.vit.models` (a ViT of any attention kind,
+or the small CNN) on the training images with AdamW
 (linear warm-up then cosine decay of the learning rate, per step), cross-entropy with optional
 label smoothing, mini-batches in a seeded random order, and optional light augmentation (random
 crop after zero padding, horizontal flip); then it measures the test accuracy and records the
 attention: the input-independent maps of a positional model, or the average over the test images
 of a standard model's maps.
 
-:func:`compare` runs every model kind on the same seeds. For a given seed every kind sees the
-same mini-batch order and the same augmentation draws (a paired design), so the per-seed accuracy
-gap is a paired difference. All randomness comes from :class:`torch.Generator` objects derived
+:func:`run_tasks` trains a list of :class:`Task` (model, seed, shuffle block size, recipe), in
+parallel processes if asked; :func:`compare` runs every model kind on the same seeds, and
+:func:`study` adds the shuffled-patch experiment (SPEC section 6, claim 6). For a given seed every
+model sees the same mini-batch order and the same augmentation draws (a paired design), so the
+per-seed accuracy gap is a paired difference; a shuffled run sees the same images, block-shuffled
+by one fixed permutation. All randomness comes from :class:`torch.Generator` objects derived
 from the run seed with :class:`numpy.random.SeedSequence`; the global torch seed is never used.
 Float32 throughout: a neural-network training, not an exact engine.
 
@@ -29,14 +33,19 @@ import torch
 from torch import nn
 
 from ..errors import UsageError
-from .data import ImageData, patch_grid, patch_permutation
-from .models import ATTENTIONS, ViTConfig, build_model, count_parameters
-from .result import ViTResult
+from .data import ImageData, block_permutation, check_block, patch_grid, token_permutation
+from .models import ATTENTIONS, CNNConfig, ViTConfig, build_cnn, build_model, count_parameters
+from .result import ShuffleResult, ViTResult
 
 __all__ = ["Recipe", "RECIPES", "recipe_for", "prepare", "patchify", "augment", "train_one",
-           "RunOutcome", "compare", "resolve_device", "AUGMENTATIONS"]
+           "RunOutcome", "Task", "run_tasks", "compare", "study", "resolve_device",
+           "AUGMENTATIONS", "MODELS", "CNN_WIDTH", "shuffle_for"]
 
 AUGMENTATIONS = ("none", "crop", "crop_flip")
+#: Every trainable model: the ViT attention kinds and the small CNN.
+MODELS = ATTENTIONS + ("cnn",)
+#: Channels of the CNN's first convolution (:class:`~.models.CNNConfig`).
+CNN_WIDTH = 32
 
 
 @dataclass(frozen=True)
@@ -196,16 +205,18 @@ def augment(images: torch.Tensor, kind: str, pad: int, generator: torch.Generato
 
 @dataclass(frozen=True, eq=False)
 class RunOutcome:
-    """One trained model: test accuracy, loss per epoch, attention maps, timings."""
+    """One trained model: test accuracy, loss per epoch, attention maps (None for the CNN),
+    positional encodings in token order (None for the CNN), timings."""
 
     attention_kind: str
     seed: int
     accuracy: float
     train_loss: np.ndarray
-    attention: np.ndarray
+    attention: np.ndarray | None
     n_params: int
     wall_s: float
     cpu_s: float
+    pos: np.ndarray | None = None
 
 
 def _lr_factor(step: int, warmup: int, total: int) -> float:
@@ -221,19 +232,30 @@ def _seeds(seed: int) -> tuple[int, int]:
     return int(a >> np.uint64(1)), int(b >> np.uint64(1))
 
 
+def _inputs(images: torch.Tensor, model: str, patch: int, perm: torch.Tensor | None
+            ) -> torch.Tensor:
+    """What ``model`` reads: the images for the CNN, the (permuted) patch tokens for a ViT."""
+    if model == "cnn":
+        return images
+    return patchify(images, patch)[:, perm]
+
+
 @torch.no_grad()
-def _evaluate(model, x, y, patch, perm, device, batch: int = 1000
+def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000
               ) -> tuple[float, torch.Tensor | None]:
     """Test accuracy and, for a content model, the mean attention over the images."""
     model.eval()
     correct, total = 0, 0
     maps_sum = None
     for start in range(0, x.shape[0], batch):
-        tokens = patchify(x[start:start + batch].to(device), patch)[:, perm]
-        logits, maps = model(tokens, return_attention=True)
+        inputs = _inputs(x[start:start + batch].to(device), kind, patch, perm)
+        if kind == "cnn":
+            logits, maps = model(inputs), None
+        else:
+            logits, maps = model(inputs, return_attention=True)
         correct += int((logits.argmax(1).cpu() == y[start:start + batch]).sum())
-        total += tokens.shape[0]
-        if model.cfg.attention == "content":
+        total += inputs.shape[0]
+        if kind == "content":
             s = torch.stack([A.sum(0) for A in maps]).double().cpu()
             maps_sum = s if maps_sum is None else maps_sum + s
     model.train()
@@ -244,22 +266,22 @@ def _evaluate(model, x, y, patch, perm, device, batch: int = 1000
 def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
               device: torch.device | str = "cpu", permutation: np.ndarray | None = None,
               tensors=None, on_epoch: Callable[[int, float], None] | None = None) -> RunOutcome:
-    """Train one ViT with ``attention`` kind on ``data`` and evaluate it.
+    """Train one model on ``data`` and evaluate it.
 
     Parameters
     ----------
     data : ImageData
-        Train/test images.
+        Train/test images (already block-shuffled for a shuffled run).
     recipe : Recipe
-        Architecture and training recipe.
-    attention : {"content", "positional", "logits"}
-        The attention kind.
+        Architecture and training recipe (the CNN uses its optimizer fields only).
+    attention : {"content", "positional", "logits", "uniform", "none", "cnn"}
+        The ViT attention kind, or ``"cnn"`` for the small CNN.
     seed : int
         Run seed: initial weights and the mini-batch order / augmentation draws.
     device : torch.device or str
         Where to train.
     permutation : ndarray of int or None
-        Fixed patch permutation applied to every image (the control), or None.
+        Fixed token permutation applied to every image (ViTs only), or None.
     tensors : tuple or None
         Output of :func:`prepare` (to share it between runs).
     on_epoch : callable(epoch, mean loss) or None
@@ -268,10 +290,11 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
     Returns
     -------
     RunOutcome
-        Test accuracy, per-epoch training loss, attention (depth, heads, D, D) in token order.
+        Test accuracy, per-epoch training loss, attention (depth, heads, D, D) in token order
+        and the positional encodings (D, dim) for a ViT.
     """
-    if attention not in ATTENTIONS:
-        raise ValueError(f"attention must be one of {', '.join(ATTENTIONS)}; got {attention!r}")
+    if attention not in MODELS:
+        raise ValueError(f"attention must be one of {', '.join(MODELS)}; got {attention!r}")
     device = torch.device(device)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     x_train, y_train, x_test, y_test = tensors if tensors is not None else prepare(data)
@@ -280,11 +303,19 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
     perm = torch.arange(D) if permutation is None else torch.as_tensor(permutation).long()
     if sorted(perm.tolist()) != list(range(D)):
         raise ValueError(f"permutation must be a permutation of 0..{D - 1}")
-    patch_dim = data.image_shape[2] * recipe.patch ** 2
-    cfg = recipe.model_config(D, patch_dim, data.n_classes, attention)
     init_seed, order_seed = _seeds(seed)
-    model = build_model(cfg, init_seed).to(device)
+    H, W, C = data.image_shape
+    if attention == "cnn":
+        if permutation is not None:
+            raise ValueError("a token permutation applies to ViTs only (shuffle the images)")
+        if H != W:
+            raise ValueError(f"the CNN needs square images, got {H} x {W}")
+        model = build_cnn(CNNConfig(C, H, data.n_classes, CNN_WIDTH), init_seed).to(device)
+    else:
+        cfg = recipe.model_config(D, C * recipe.patch ** 2, data.n_classes, attention)
+        model = build_model(cfg, init_seed).to(device)
     order = torch.Generator().manual_seed(order_seed)
+    perm = perm.to(device)
 
     n = x_train.shape[0]
     steps_per_epoch = math.ceil(n / recipe.batch_size)
@@ -307,8 +338,8 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
         for start in range(0, n, recipe.batch_size):
             b = idx[start:start + recipe.batch_size]
             xb = augment(x_train[b], recipe.augment, recipe.pad, order).to(device)
-            tokens = patchify(xb, recipe.patch)[:, perm.to(device)]
-            loss = loss_fn(model(tokens), y_train[b].to(device))
+            loss = loss_fn(model(_inputs(xb, attention, recipe.patch, perm)),
+                           y_train[b].to(device))
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"non-finite training loss at epoch {epoch} "
                                          f"({attention}, seed {seed})")
@@ -320,116 +351,125 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
         losses[epoch] = total_loss / n
         if on_epoch is not None:
             on_epoch(epoch, losses[epoch])
-    acc, mean_maps = _evaluate(model, x_test, y_test, recipe.patch, perm.to(device), device)
-    if attention == "content":
-        maps = mean_maps.numpy()
+    acc, mean_maps = _evaluate(model, attention, x_test, y_test, recipe.patch, perm, device)
+    if attention == "cnn":
+        maps, pos = None, None
     else:
-        maps = model.positional_attention().double().cpu().numpy()
+        maps = (mean_maps.numpy() if attention == "content"
+                else model.positional_attention().double().cpu().numpy())
+        pos = model.pos.detach().double().cpu().numpy()
     return RunOutcome(attention, int(seed), float(acc), losses, maps, count_parameters(model),
-                      time.perf_counter() - wall0, time.process_time() - cpu0)
+                      time.perf_counter() - wall0, time.process_time() - cpu0, pos)
 
 
-def _init_worker(threads: int, queue) -> None:
-    global _QUEUE
-    _QUEUE = queue
+@dataclass(frozen=True)
+class Task:
+    """One training run: ``model`` (a ViT attention kind or ``"cnn"``) with run ``seed`` on the
+    images block-shuffled with blocks of ``block`` pixels (None: unshuffled), by ``recipe``."""
+
+    model: str
+    seed: int
+    block: int | None
+    recipe: Recipe
+
+
+def shuffle_for(data: ImageData, block: int | None, shuffle_seed: int, patch: int
+                ) -> tuple[ImageData, np.ndarray | None, np.ndarray]:
+    """The images of a shuffled run: (data shuffled with blocks of ``block`` pixels, the block
+    permutation sigma, the token permutation tau of ``patch`` x ``patch`` patches). ``block``
+    None, or a block as large as the image, is no shuffle (sigma None, tau the identity)."""
+    D = int(np.prod(patch_grid(data.image_shape, patch)))
+    if block is None:
+        return data, None, np.arange(D)
+    block = check_block(data.image_shape, block, patch)
+    sigma = block_permutation(data.image_shape, block, shuffle_seed)
+    if sigma.size == 1:
+        return data, None, np.arange(D)
+    return (data.shuffled(block, sigma), sigma,
+            token_permutation(data.image_shape, block, sigma, patch))
+
+
+def _effective_block(data: ImageData, block: int | None) -> int | None:
+    """None when ``block`` does not shuffle anything (one block covering the image)."""
+    if block is None:
+        return None
+    H, W = data.image_shape[:2]
+    return None if (block == H and block == W) else int(block)
+
+
+_WORKER: dict = {}
+
+
+def _init_worker(threads: int, queue, data: ImageData, shuffle_seed: int) -> None:
     torch.set_num_threads(threads)
+    _WORKER.update(queue=queue, data=data, shuffle_seed=shuffle_seed, cache={})
 
 
-_QUEUE = None
+def _task_inputs(data: ImageData, task: Task, shuffle_seed: int, cache: dict):
+    key = (task.block, task.recipe.patch)
+    if key not in cache:
+        shuffled, _, _ = shuffle_for(data, task.block, shuffle_seed, task.recipe.patch)
+        cache[key] = (shuffled, prepare(shuffled))
+    return cache[key]
 
 
-def _worker(data: ImageData, recipe: Recipe, kind: str, seed: int, device: str,
-            permutation) -> RunOutcome:
-    return train_one(data, recipe, kind, seed, device, permutation,
-                     on_epoch=lambda e, l: _QUEUE.put(1))
+def _worker(task: Task, device: str) -> RunOutcome:
+    data, tensors = _task_inputs(_WORKER["data"], task, _WORKER["shuffle_seed"],
+                                 _WORKER["cache"])
+    queue = _WORKER["queue"]
+    return train_one(data, task.recipe, task.model, task.seed, device, None, tensors,
+                     on_epoch=lambda e, l: queue.put(1))
 
 
-def compare(data: ImageData, recipe: Recipe, seeds: Sequence[int],
-            kinds: Sequence[str] = ("content", "positional"), device: str = "cpu",
-            permute: bool = False, permutation_seed: int = 0, progress: bool = False,
-            jobs: int = 1) -> ViTResult:
-    """Train every attention kind on every seed (paired: same seed, same batch order).
+def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device = "cpu",
+              shuffle_seed: int = 0, jobs: int = 1, progress: bool = False,
+              on_done: Callable[[Task, RunOutcome], None] | None = None
+              ) -> dict[Task, RunOutcome]:
+    """Train every task (duplicates once), in ``jobs`` spawned processes when ``jobs > 1``.
 
-    Parameters
-    ----------
-    data, recipe : ImageData, Recipe
-        The images and the shared recipe.
-    seeds : sequence of int
-        Run seeds.
-    kinds : sequence of str
-        Attention kinds to train (the first is the reference of the summary's gaps).
-    device : {"cpu", "cuda"}
-        Where to train.
-    permute : bool
-        Apply the fixed patch permutation of ``permutation_seed`` to every image (the control).
-    progress : bool
-        Show a progress bar (epochs) on stderr.
-    jobs : int
-        Runs trained at once in separate processes (each with the current number of torch
-        threads). A run's numbers do not depend on ``jobs`` (for a fixed thread count). With
-        ``jobs > 1`` the workers are spawned processes: a script that calls this must do so
-        under ``if __name__ == "__main__":`` (the console script and ``python -m`` do).
-
-    Returns
-    -------
-    ViTResult
-        Accuracies (kinds x seeds), loss curves, attention maps and the run's metadata.
+    A run's numbers do not depend on ``jobs`` or on the other tasks (for a fixed number of
+    torch threads). ``on_done(task, outcome)`` is called as each run finishes (to save it);
+    on Ctrl-C the finished runs have been handed to ``on_done`` and the rest are cancelled.
+    With ``jobs > 1`` a script that calls this must do so under ``if __name__ == "__main__":``
+    (the console script and ``python -m`` do).
     """
     from ..progress import progress_bar
 
-    seeds = [int(s) for s in seeds]
-    if len(seeds) < 1:
-        raise UsageError("at least one seed is needed")
-    if len(set(seeds)) != len(seeds):
-        raise UsageError("seeds must be distinct")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise UsageError(f"jobs must be a positive integer, got {jobs!r}")
-    kinds = tuple(kinds)
+    unique = list(dict.fromkeys(tasks))
+    for t in unique:
+        if t.model not in MODELS:
+            raise ValueError(f"model must be one of {', '.join(MODELS)}; got {t.model!r}")
+        if t.block is not None:
+            check_block(data.image_shape, t.block, t.recipe.patch)
     dev = resolve_device(device) if isinstance(device, str) else device
-    gh, gw = patch_grid(data.image_shape, recipe.patch)
-    D = gh * gw
-    perm = patch_permutation(D, permutation_seed) if permute else np.arange(D)
-    run_perm = perm if permute else None
-    tasks = [(kind, seed) for seed in seeds for kind in kinds]
-    jobs = min(jobs, len(tasks))
-    threads = torch.get_num_threads()
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    outcomes: dict[tuple[str, int], RunOutcome] = {}
-    bar = progress_bar(len(tasks) * recipe.epochs, f"vit {data.name}", enable=progress,
-                       unit="epoch")
+    jobs = max(1, min(jobs, len(unique)))
+    bar = progress_bar(sum(t.recipe.epochs for t in unique), f"vit {data.name}",
+                       enable=progress, unit="epoch")
+    outcomes: dict[Task, RunOutcome] = {}
+
+    def done(task, outcome):
+        outcomes[task] = outcome
+        if on_done is not None:
+            on_done(task, outcome)
+
     try:
         if jobs == 1:
-            tensors = prepare(data)
-            for kind, seed in tasks:
-                bar.set_postfix_str(f"{kind} seed {seed}")
-                outcomes[kind, seed] = train_one(data, recipe, kind, seed, dev, run_perm,
-                                                 tensors, on_epoch=lambda e, l: bar.update(1))
+            cache: dict = {}
+            for task in unique:
+                shuffled, tensors = _task_inputs(data, task, shuffle_seed, cache)
+                bar.set_postfix_str(f"{task.model} seed {task.seed} block {task.block}")
+                done(task, train_one(shuffled, task.recipe, task.model, task.seed, dev, None,
+                                     tensors, on_epoch=lambda e, l: bar.update(1)))
         else:
-            outcomes = _compare_parallel(data, recipe, tasks, str(dev), run_perm, jobs,
-                                         threads, bar)
+            _run_parallel(data, unique, str(dev), shuffle_seed, jobs, bar, done)
     finally:
         bar.close()
-    acc = np.array([[outcomes[k, s].accuracy for s in seeds] for k in kinds])
-    loss = np.stack([np.stack([outcomes[k, s].train_loss for s in seeds]) for k in kinds])
-    att = np.stack([np.stack([outcomes[k, s].attention for s in seeds]) for k in kinds])
-    run_cpu = {k: [outcomes[k, s].cpu_s for s in seeds] for k in kinds}
-    worker_cpu = sum(sum(v) for v in run_cpu.values()) if jobs > 1 else 0.0
-    meta = dict(data=data.name, n_train=int(data.x_train.shape[0]),
-                n_test=int(data.x_test.shape[0]), n_classes=int(data.n_classes),
-                image_shape=list(data.image_shape), grid=[gh, gw], kinds=list(kinds),
-                seeds=seeds, recipe=recipe.to_dict(), permuted=bool(permute),
-                permutation_seed=int(permutation_seed), device=str(dev),
-                torch_threads=int(threads), jobs=int(jobs), torch_version=torch.__version__,
-                n_params={k: outcomes[k, seeds[0]].n_params for k in kinds},
-                run_wall_s={k: [outcomes[k, s].wall_s for s in seeds] for k in kinds},
-                run_cpu_s=run_cpu, wall_s=time.perf_counter() - wall0,
-                cpu_s=time.process_time() - cpu0 + worker_cpu)
-    return ViTResult(meta=meta, accuracy=acc, train_loss=loss, attention=att,
-                     permutation=np.asarray(perm, dtype=np.int64))
+    return outcomes
 
 
-def _compare_parallel(data, recipe, tasks, device, permutation, jobs, threads, bar
-                      ) -> dict[tuple[str, int], RunOutcome]:
+def _run_parallel(data, tasks, device, shuffle_seed, jobs, bar, done) -> None:
     """Run ``tasks`` in ``jobs`` spawned worker processes, feeding the progress bar."""
     import multiprocessing
     import queue as _queue
@@ -437,17 +477,16 @@ def _compare_parallel(data, recipe, tasks, device, permutation, jobs, threads, b
 
     ctx = multiprocessing.get_context("spawn")  # fork is unsafe once torch has started threads
     epochs = ctx.Queue()
-    outcomes = {}
+    threads = torch.get_num_threads()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                             initargs=(threads, epochs)) as pool:
-        futures = {pool.submit(_worker, data, recipe, kind, seed, device, permutation):
-                   (kind, seed) for kind, seed in tasks}
+                             initargs=(threads, epochs, data, shuffle_seed)) as pool:
+        futures = {pool.submit(_worker, task, device): task for task in tasks}
         pending = set(futures)
         try:
             while pending:
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    outcomes[futures[fut]] = fut.result()
+                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    done(futures[fut], fut.result())
                 try:
                     while True:
                         bar.update(epochs.get_nowait())
@@ -457,4 +496,185 @@ def _compare_parallel(data, recipe, tasks, device, permutation, jobs, threads, b
             for fut in pending:
                 fut.cancel()
             raise
-    return outcomes
+
+
+def _check_seeds(seeds) -> list[int]:
+    seeds = [int(s) for s in seeds]
+    if len(seeds) < 1:
+        raise UsageError("at least one seed is needed")
+    if len(set(seeds)) != len(seeds):
+        raise UsageError("seeds must be distinct")
+    return seeds
+
+
+def _comparison_result(data, recipe, seeds, kinds, block, shuffle_seed, outcomes, dev, jobs,
+                       threads, wall_s, cpu_s) -> ViTResult:
+    gh, gw = patch_grid(data.image_shape, recipe.patch)
+    _, sigma, tau = shuffle_for(data, block, shuffle_seed, recipe.patch)
+    eff = _effective_block(data, block)
+    runs = {k: [outcomes[Task(k, s, eff, recipe)] for s in seeds] for k in kinds}
+    acc = np.array([[o.accuracy for o in runs[k]] for k in kinds])
+    loss = np.stack([np.stack([o.train_loss for o in runs[k]]) for k in kinds])
+    att = np.stack([np.stack([o.attention for o in runs[k]]) for k in kinds])
+    pos = np.stack([np.stack([o.pos for o in runs[k]]) for k in kinds])
+    meta = dict(data=data.name, n_train=int(data.x_train.shape[0]),
+                n_test=int(data.x_test.shape[0]), n_classes=int(data.n_classes),
+                image_shape=list(data.image_shape), grid=[gh, gw], kinds=list(kinds),
+                seeds=seeds, recipe=recipe.to_dict(), permuted=sigma is not None,
+                shuffle_block=eff, block_permutation=None if sigma is None else sigma.tolist(),
+                permutation_seed=int(shuffle_seed), device=str(dev),
+                torch_threads=int(threads), jobs=int(jobs), torch_version=torch.__version__,
+                n_params={k: runs[k][0].n_params for k in kinds},
+                run_wall_s={k: [o.wall_s for o in runs[k]] for k in kinds},
+                run_cpu_s={k: [o.cpu_s for o in runs[k]] for k in kinds},
+                wall_s=wall_s, cpu_s=cpu_s)
+    return ViTResult(meta=meta, accuracy=acc, train_loss=loss, attention=att,
+                     permutation=np.asarray(tau, dtype=np.int64), pos=pos)
+
+
+def compare(data: ImageData, recipe: Recipe, seeds: Sequence[int],
+            kinds: Sequence[str] = ("content", "positional"), device: str = "cpu",
+            shuffle: int | None = None, permutation_seed: int = 0, progress: bool = False,
+            jobs: int = 1) -> ViTResult:
+    """Train every ViT attention kind on every seed (paired: same seed, same batch order).
+
+    Parameters
+    ----------
+    data, recipe : ImageData, Recipe
+        The images and the shared recipe.
+    seeds : sequence of int
+        Run seeds.
+    kinds : sequence of str
+        Attention kinds to train (``"content"``, the standard ViT, is the reference of the
+        summary's gaps).
+    device : {"cpu", "cuda"}
+        Where to train.
+    shuffle : int or None
+        Block size (pixels) of the fixed block shuffle of ``permutation_seed`` applied to every
+        image, or None (see :mod:`.data`).
+    progress : bool
+        Show a progress bar (epochs) on stderr.
+    jobs : int
+        Runs trained at once in separate processes (see :func:`run_tasks`).
+
+    Returns
+    -------
+    ViTResult
+        Accuracies (kinds x seeds), loss curves, attention maps, positional encodings and the
+        run's metadata; its permutation is the token permutation tau of the shuffle.
+    """
+    vit, _ = study(data, recipe, seeds, kinds, device=device, blocks=(), progress=progress,
+                   jobs=jobs, shuffle_seed=permutation_seed, comparison_block=shuffle)
+    return vit
+
+
+def study(data: ImageData, recipe: Recipe, seeds: Sequence[int],
+          kinds: Sequence[str] = ("content", "positional", "uniform", "none"),
+          blocks: Sequence[int] = (), shuffle_models: Sequence[str] = ("positional", "content",
+                                                                         "cnn"),
+          shuffle_recipe: Recipe | None = None, shuffle_seeds: Sequence[int] | None = None,
+          shuffle_seed: int = 0, device: str = "cpu", progress: bool = False, jobs: int = 1,
+          comparison_block: int | None = None,
+          on_done: Callable[[Task, RunOutcome], None] | None = None
+          ) -> tuple[ViTResult, ShuffleResult | None]:
+    """The comparison with its controls, and the shuffled-patch experiment, in one pool of runs.
+
+    Parameters
+    ----------
+    data, recipe, seeds, kinds
+        The comparison (see :func:`compare`): ``kinds`` on ``seeds`` with ``recipe``.
+    blocks : sequence of int
+        Block sizes of the shuffled-patch experiment (empty: no experiment). A block as large as
+        the image means no shuffle; a run identical to one of the comparison (same model, seed,
+        recipe, no shuffle) is trained once.
+    shuffle_models : sequence of str
+        Models of the experiment (ViT attention kinds and ``"cnn"``).
+    shuffle_recipe : Recipe or None
+        Recipe of the experiment (default ``recipe``).
+    shuffle_seeds : sequence of int or None
+        Seeds of the experiment (default ``seeds``).
+    shuffle_seed : int
+        Seed of the fixed block permutations.
+    device, progress, jobs, on_done
+        See :func:`run_tasks`.
+    comparison_block : int or None
+        Shuffle the comparison's images too (the former permuted-patch control).
+
+    Returns
+    -------
+    (ViTResult, ShuffleResult or None)
+    """
+    seeds = _check_seeds(seeds)
+    kinds = tuple(kinds)
+    for k in kinds:
+        if k not in ATTENTIONS:
+            raise UsageError(f"comparison kinds must be ViT attention kinds "
+                             f"({', '.join(ATTENTIONS)}); got {k!r}")
+    dev = resolve_device(device) if isinstance(device, str) else device
+    blocks = [check_block(data.image_shape, b, recipe.patch) for b in blocks]
+    if len(set(blocks)) != len(blocks):
+        raise UsageError(f"--shuffle values must be distinct, got {blocks}")
+    if comparison_block is not None:
+        check_block(data.image_shape, comparison_block, recipe.patch)
+    s_recipe = recipe if shuffle_recipe is None else shuffle_recipe
+    if s_recipe.patch != recipe.patch:
+        raise UsageError("the shuffled-patch experiment must use the comparison's patch size")
+    s_seeds = seeds if shuffle_seeds is None else _check_seeds(shuffle_seeds)
+    s_models = tuple(shuffle_models)
+    for m in s_models:
+        if m not in MODELS:
+            raise UsageError(f"shuffle models must be among {', '.join(MODELS)}; got {m!r}")
+    cmp_block = _effective_block(data, comparison_block)
+    tasks = [Task(k, s, cmp_block, recipe) for s in seeds for k in kinds]
+    tasks += [Task(m, s, _effective_block(data, b), s_recipe)
+              for b in blocks for s in s_seeds for m in s_models]
+    threads = torch.get_num_threads()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    outcomes = run_tasks(data, tasks, dev, shuffle_seed, jobs, progress, on_done)
+    wall_s = time.perf_counter() - wall0
+    used_jobs = max(1, min(jobs, len(outcomes)))
+    worker_cpu = sum(o.cpu_s for o in outcomes.values()) if used_jobs > 1 else 0.0
+    cpu_s = time.process_time() - cpu0 + worker_cpu
+    vit = _comparison_result(data, recipe, seeds, kinds, comparison_block, shuffle_seed,
+                             outcomes, dev, used_jobs, threads, wall_s, cpu_s)
+    if not blocks:
+        return vit, None
+    return vit, _shuffle_result(data, s_recipe, s_seeds, s_models, blocks, shuffle_seed,
+                                outcomes, wall_s, cpu_s)
+
+
+def _shuffle_result(data, recipe, seeds, models, blocks, shuffle_seed, outcomes, wall_s, cpu_s
+                    ) -> ShuffleResult:
+    gh, gw = patch_grid(data.image_shape, recipe.patch)
+    D = gh * gw
+    vits = [m for m in models if m != "cnn"]
+    acc = np.zeros((len(models), len(blocks), len(seeds)))
+    taus, sigmas = np.zeros((len(blocks), D), dtype=np.int64), []
+    pos, att = None, None
+    for j, b in enumerate(blocks):
+        _, sigma, tau = shuffle_for(data, b, shuffle_seed, recipe.patch)
+        taus[j] = tau
+        sigmas.append(None if sigma is None else sigma.tolist())
+        eff = _effective_block(data, b)
+        for i, m in enumerate(models):
+            for k, s in enumerate(seeds):
+                acc[i, j, k] = outcomes[Task(m, s, eff, recipe)].accuracy
+        for i, m in enumerate(vits):
+            for k, s in enumerate(seeds):
+                o = outcomes[Task(m, s, eff, recipe)]
+                if pos is None:
+                    pos = np.zeros((len(vits), len(blocks), len(seeds)) + o.pos.shape)
+                    att = np.zeros((len(vits), len(blocks), len(seeds)) + o.attention.shape)
+                pos[i, j, k] = o.pos
+                att[i, j, k] = o.attention
+    if pos is None:
+        pos, att = np.zeros((0, len(blocks), len(seeds), D, 1)), np.zeros(
+            (0, len(blocks), len(seeds), 1, 1, D, D))
+    meta = dict(data=data.name, n_train=int(data.x_train.shape[0]),
+                n_test=int(data.x_test.shape[0]), grid=[gh, gw],
+                image_shape=list(data.image_shape), models=list(models), vit_models=vits,
+                blocks=[int(b) for b in blocks], seeds=list(seeds), recipe=recipe.to_dict(),
+                cnn_width=CNN_WIDTH, shuffle_seed=int(shuffle_seed), block_permutations=sigmas,
+                wall_s=wall_s, cpu_s=cpu_s)
+    return ShuffleResult(meta=meta, accuracy=acc, token_permutation=taus, pos=pos,
+                         attention=att)

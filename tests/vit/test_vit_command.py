@@ -52,7 +52,8 @@ def svhn_run(tmp_path_factory):
 def test_end_to_end_on_generated_svhn(svhn_run, capsys):
     root, out = svhn_run
     status = main(["vit", "--data", "svhn", "--data-dir", str(root), "--seeds", "2",
-                   "--batch-size", "8", "--quiet", "--json", "--out", str(out), *TINY])
+                   "--batch-size", "8", "--no-shuffle", "--quiet", "--json", "--out", str(out),
+                   *TINY])
     captured = capsys.readouterr()
     assert status == 0, captured.err
     summary = json.loads(captured.out)  # exactly one JSON object on stdout
@@ -68,8 +69,9 @@ def test_end_to_end_on_generated_svhn(svhn_run, capsys):
         assert path.endswith((".png", ".pdf"))
         assert (out / path.split("/")[-1]).stat().st_size > 1000
     result = ViTResult.load(out)
-    assert result.attention.shape == (2, 2, 1, 2, 64, 64)
+    assert result.attention.shape == (4, 2, 1, 2, 64, 64)  # standard, positional, 2 controls
     np.testing.assert_allclose(result.accuracy_of("positional"), pos)
+    assert summary["shuffle"] is None and summary["locality_z"] is None
 
 
 def test_digits_slice_renders_the_report(tmp_path, capsys):
@@ -95,17 +97,43 @@ def _summary(pos, std, data="digits"):
                                "ci_high": d.mean() + half, "n": d.size}}
 
 
-def test_claim6_thresholds():
+def test_claim6_uses_the_interval_of_the_paired_gap():
     ok = claim6(_summary([0.96, 0.95, 0.97, 0.96, 0.95], [0.95, 0.96, 0.95, 0.94, 0.95]))
     assert ok["passed"] and ok["measured"] == pytest.approx(0.8) and ok["threshold"] == 3.0
-    assert set(ok) >= {"claim", "measured", "threshold", "passed"}
+    assert -3 < ok["ci"][0] < ok["ci"][1] < 3
+    assert set(ok) >= {"claim", "measured", "threshold", "passed", "ci"}
     worse = claim6(_summary([0.91, 0.92, 0.90, 0.91, 0.92], [0.96, 0.95, 0.97, 0.96, 0.95]))
     assert not worse["passed"] and worse["measured"] == pytest.approx(-4.6)
+    # the point estimate is inside +-3 points, but the interval is not: the claim fails
+    wide = claim6(_summary([0.99, 0.93, 0.99, 0.93, 0.99], [0.95, 0.97, 0.95, 0.97, 0.95]))
+    assert abs(wide["measured"]) < 3 and wide["ci"][0] < -3 and not wide["passed"]
+    # one seed: no interval, no pass
+    one = claim6({"data": "digits", "content": {"accuracy": {"mean": 0.96}},
+                  "positional": {"accuracy": {"mean": 0.96}},
+                  "gap_positional": {"mean": 0.0, "ci_low": float("nan"),
+                                     "ci_high": float("nan"), "n": 1}})
+    assert not one["passed"] and "2 seeds" in one["detail"]
     # close, but both below the digits floor: two broken models are not evidence
-    low = claim6(_summary([0.80] * 5, [0.81] * 5))
+    low = claim6(_summary([0.80, 0.81, 0.80, 0.81, 0.80], [0.81, 0.80, 0.81, 0.81, 0.80]))
     assert not low["passed"] and 0.81 < DIGITS_FLOOR
     # no floor on the benchmarks, where accuracy depends on the budget
-    assert claim6(_summary([0.80] * 5, [0.81] * 5, data="cifar10"))["passed"]
+    assert claim6(_summary([0.80, 0.81, 0.80, 0.81, 0.80], [0.81, 0.80, 0.81, 0.81, 0.80],
+                           data="cifar10"))["passed"]
+
+
+def test_claim6_states_the_controls():
+    s = _summary([0.96, 0.95, 0.97, 0.96, 0.95], [0.95, 0.96, 0.95, 0.94, 0.95])
+    acc = {"mean": 0.9, "ci_low": 0.88, "ci_high": 0.92, "half_width": 0.02, "n": 5}
+    s["uniform"] = {"accuracy": acc}
+    s["none"] = {"accuracy": dict(acc, mean=0.97, ci_low=0.96, ci_high=0.98)}
+    s["positional_vs_uniform"] = {"mean": 0.06, "ci_low": 0.05, "ci_high": 0.07,
+                                  "half_width": 0.01, "n": 5}
+    s["positional_vs_none"] = {"mean": -0.01, "ci_low": -0.02, "ci_high": -0.005,
+                               "half_width": 0.01, "n": 5}
+    detail = claim6(s)["detail"]
+    assert "uniform attention 90.00 % [88.00, 92.00]" in detail
+    assert "+6.00 [+5.00, +7.00] points (positional beats it)" in detail
+    assert "no token mixing 97.00 %" in detail and "(positional is worse)" in detail
 
 
 def test_attention_figure_draws_the_saved_maps(svhn_run):

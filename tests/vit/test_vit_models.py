@@ -100,3 +100,56 @@ def test_config_validation():
         ViTConfig(n_patches=D, patch_dim=4, n_classes=10, attention="cosine")
     with pytest.raises(ValueError, match="n_classes"):
         ViTConfig(n_patches=D, patch_dim=4, n_classes=1)
+
+
+def test_uniform_attention_is_fixed_and_none_mixes_no_tokens():
+    from patchassoc.simulations.vit.models import INPUT_INDEPENDENT
+
+    assert {"uniform", "none"} <= set(INPUT_INDEPENDENT)
+    x = _two_images()
+    uniform = build_model(_cfg("uniform"), 0)
+    _, maps = uniform(x, return_attention=True)
+    for A in maps:
+        assert A.shape == (1, 4, D, D) and torch.all(A == 1.0 / D)
+    assert torch.all(uniform.positional_attention() == 1.0 / D)
+    # no token mixing: changing token 0 leaves every other token's final state unchanged
+    none = build_model(_cfg("none"), 0)
+    states = []
+    hook = none.norm.register_forward_hook(lambda m, inp, out: states.append(inp[0].detach()))
+    y = x.clone()
+    y[:, 0] += 1.0
+    with torch.no_grad():
+        none(x)
+        none(y)
+    hook.remove()
+    assert torch.equal(states[0][:, 1:], states[1][:, 1:])
+    assert not torch.equal(states[0][:, 0], states[1][:, 0])
+    assert torch.equal(none.positional_attention(), torch.eye(D).expand(2, 4, D, D))
+
+
+def test_control_parameter_counts():
+    dim, depth = 32, 2
+    content = count_parameters(build_model(_cfg("content"), 0))
+    qk = dim * 2 * dim + 2 * dim
+    # uniform: no W_Q, W_K; none: no attention sub-layer at all (LN, W_Q W_K, W_V, W_O)
+    assert content - count_parameters(build_model(_cfg("uniform"), 0)) == depth * qk
+    attn = 2 * dim + qk + 2 * (dim * dim + dim)
+    assert content - count_parameters(build_model(_cfg("none"), 0)) == depth * attn
+
+
+def test_small_cnn_shapes_and_seeding():
+    from patchassoc.simulations.vit.models import CNNConfig, build_cnn
+
+    cfg = CNNConfig(channels=1, side=8, n_classes=10, width=8)
+    x = torch.randn(3, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    a, b, c = build_cnn(cfg, 0), build_cnn(cfg, 0), build_cnn(cfg, 1)
+    assert a(x).shape == (3, 10) and torch.equal(a(x), b(x)) and not torch.equal(a(x), c(x))
+    # conv 1->8 (3x3), pool to 4x4, conv 8->16, global pool, linear 16->10
+    assert count_parameters(a) == (9 * 8 + 8) + (9 * 8 * 16 + 16) + (16 * 10 + 10)
+    assert len([m for m in a.modules() if isinstance(m, torch.nn.MaxPool2d)]) == 1
+    big = build_cnn(CNNConfig(channels=3, side=32, n_classes=10, width=8), 0)
+    assert len([m for m in big.modules() if isinstance(m, torch.nn.MaxPool2d)]) == 3
+    with pytest.raises(ValueError, match="images must have shape"):
+        a(torch.zeros(3, 1, 4, 4))
+    with pytest.raises(ValueError, match="n_classes"):
+        CNNConfig(channels=1, side=8, n_classes=1)

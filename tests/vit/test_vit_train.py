@@ -7,10 +7,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 from patchassoc.simulations.errors import UsageError  # noqa: E402
-from patchassoc.simulations.vit.data import ImageData, load_digits, patch_permutation  # noqa: E402
+from patchassoc.simulations.vit.data import ImageData, load_digits, token_permutation  # noqa: E402
 from patchassoc.simulations.vit.result import ViTResult  # noqa: E402
 from patchassoc.simulations.vit.train import (augment, compare, patchify, prepare, recipe_for,  # noqa: E402
-                                   train_one)
+                                              shuffle_for, train_one)
 
 from .tolerances import ROW_SUM_ABS_F32, SAVED_ATTENTION_ABS  # noqa: E402
 
@@ -92,10 +92,12 @@ def test_training_is_deterministic_and_records_attention(digits, kind):
 
 def test_compare_pairs_seeds_and_round_trips(digits, tmp_path):
     recipe = recipe_for("digits", **TINY)
-    res = compare(digits, recipe, seeds=[0, 1], permute=True)
+    res = compare(digits, recipe, seeds=[0, 1], shuffle=2)
     assert res.accuracy.shape == (2, 2) and res.train_loss.shape == (2, 2, 2)
-    assert res.attention.shape == (2, 2, 1, 2, 16, 16)
-    np.testing.assert_array_equal(res.permutation, patch_permutation(16, 0))
+    assert res.attention.shape == (2, 2, 1, 2, 16, 16) and res.pos.shape == (2, 2, 16, 16)
+    shuffled, sigma, tau = shuffle_for(digits, 2, 0, 2)
+    np.testing.assert_array_equal(res.permutation, tau)
+    np.testing.assert_array_equal(tau, token_permutation((8, 8), 2, sigma, 2))
     s = res.summary()
     diffs = res.accuracy_of("positional") - res.accuracy_of("content")
     assert s["gap_positional"]["mean"] == pytest.approx(diffs.mean(), abs=1e-15)
@@ -105,13 +107,16 @@ def test_compare_pairs_seeds_and_round_trips(digits, tmp_path):
     G, T = res.grid_attention("positional"), res.attention_of("positional")
     assert G[0, 0, 1, p[3], p[5]] == T[0, 0, 1, 3, 5]
     # the positional run is the same whatever the other kind trained beside it
-    alone = train_one(digits, recipe, "positional", 1, permutation=p)
+    alone = train_one(shuffled, recipe, "positional", 1)
     assert alone.accuracy == res.accuracy_of("positional")[1]
+    np.testing.assert_array_equal(alone.pos, res.pos[1, 1])
     res.save(tmp_path / "r")
     back = ViTResult.load(tmp_path / "r")
     np.testing.assert_array_equal(back.accuracy, res.accuracy)
     np.testing.assert_allclose(back.attention, res.attention, rtol=0, atol=SAVED_ATTENTION_ABS)
+    np.testing.assert_array_equal(back.pos, res.pos)
     assert back.meta["seeds"] == [0, 1] and back.meta["permuted"] is True
+    assert back.meta["shuffle_block"] == 2 and back.meta["block_permutation"] == sigma.tolist()
 
 
 def test_parallel_workers_give_the_same_numbers(digits):

@@ -1,0 +1,216 @@
+"""The shuffled-patch experiment's bookkeeping: the block shuffle is a seeded bijection with an
+inverse, it moves whole patches as the token permutation says, the locality statistic and its
+z-score on maps whose answer is known, the summary's paired intervals, the command's JSON keys,
+and bad ``--shuffle`` values."""
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from patchassoc.simulations.errors import UsageError
+from patchassoc.simulations.vit.data import (block_permutation, check_block, default_blocks,
+                                             shuffle_blocks, token_permutation,
+                                             unshuffle_blocks)
+from patchassoc.simulations.vit.result import ShuffleResult
+from patchassoc.simulations.vit.stats import (cosine_gram, locality_z, topk_distance,
+                                              undo_permutation)
+
+from .tolerances import CI_REL
+
+
+def _images(n=3, side=8, channels=2, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, size=(n, side, side, channels),
+                                                dtype=np.uint8)
+
+
+@pytest.mark.parametrize("block", [1, 2, 4])
+def test_block_shuffle_is_a_seeded_bijection_and_invertible(block):
+    x = _images()
+    sigma = block_permutation((8, 8), block, seed=3)
+    n = (8 // block) ** 2
+    np.testing.assert_array_equal(np.sort(sigma), np.arange(n))
+    assert not np.any(sigma == np.arange(n))  # a derangement: every block moves
+    np.testing.assert_array_equal(sigma, block_permutation((8, 8), block, seed=3))
+    assert not np.array_equal(sigma, block_permutation((8, 8), block, seed=4))
+    y = shuffle_blocks(x, block, sigma)
+    np.testing.assert_array_equal(unshuffle_blocks(y, block, sigma), x)
+    # output block k is input block sigma[k], for every image and channel
+    g = 8 // block
+    for k in range(n):
+        (r, c), (r0, c0) = divmod(k, g), divmod(int(sigma[k]), g)
+        np.testing.assert_array_equal(
+            y[:, r * block:(r + 1) * block, c * block:(c + 1) * block],
+            x[:, r0 * block:(r0 + 1) * block, c0 * block:(c0 + 1) * block])
+
+
+def test_a_block_as_large_as_the_image_is_no_shuffle():
+    x = _images()
+    sigma = block_permutation((8, 8), 8, seed=0)
+    np.testing.assert_array_equal(sigma, [0])
+    np.testing.assert_array_equal(shuffle_blocks(x, 8, sigma), x)
+    assert default_blocks((8, 8, 1), 2) == [2, 4, 8]
+    assert default_blocks((32, 32, 3), 4) == [4, 8, 16, 32]
+
+
+@pytest.mark.parametrize("block", [2, 4])
+def test_token_permutation_matches_the_patches_of_the_shuffled_images(block):
+    torch = pytest.importorskip("torch")
+    from patchassoc.simulations.vit.train import patchify
+
+    x = _images()
+    sigma = block_permutation((8, 8), block, seed=1)
+    tau = token_permutation((8, 8), block, sigma, patch=2)
+    to_tensor = lambda a: torch.from_numpy(a.transpose(0, 3, 1, 2).astype(np.float32))  # noqa: E731
+    shuffled = patchify(to_tensor(shuffle_blocks(x, block, sigma)), 2)
+    original = patchify(to_tensor(x), 2)
+    assert torch.equal(shuffled, original[:, torch.from_numpy(tau)])
+
+
+def test_bad_blocks_are_usage_errors():
+    with pytest.raises(UsageError, match="divide the image"):
+        check_block((8, 8), 3)
+    with pytest.raises(UsageError, match="multiple of the patch"):
+        check_block((8, 8), 1, patch=2)
+    with pytest.raises(UsageError, match="positive integer"):
+        check_block((8, 8), 0)
+    with pytest.raises(ValueError, match="permutation"):
+        shuffle_blocks(_images(), 4, [0, 1, 2, 2])
+
+
+def _grid_distance(g):
+    xy = np.stack(np.divmod(np.arange(g * g), g), axis=1)
+    return np.linalg.norm(xy[:, None] - xy[None], axis=-1)
+
+
+def test_locality_statistic_on_known_maps():
+    g, k = 4, 4
+    dist = _grid_distance(g)
+    # each query's top-4 other patches under a map decreasing with distance are its 4 nearest
+    nearest = np.sort(dist + np.diag(np.full(g * g, np.inf)), axis=1)[:, :k].mean(axis=1)
+    local = -dist
+    assert topk_distance(local, (g, g), k) == pytest.approx(nearest.mean(), rel=1e-15)
+    z = locality_z(local, (g, g), k=k, draws=200, seed=0)
+    assert z["z"] > 3 and z["p_value"] == pytest.approx(1 / 201)
+    # the farthest patches instead: less local than any relabelling is impossible to beat
+    far = locality_z(dist, (g, g), k=k, draws=200, seed=0)
+    assert far["z"] < -3
+    # a constant map breaks every tie the same way (towards the lower index), whatever the
+    # relabelling: the null has no spread and the z-score is undefined
+    flat = locality_z(np.ones((g * g, g * g)), (g, g), k=k)
+    assert np.isnan(flat["z"])
+    with pytest.raises(ValueError, match="k must"):
+        topk_distance(local, (g, g), k=16)
+
+
+def test_undoing_the_shuffle_recovers_a_local_map():
+    g = 4
+    local = -_grid_distance(g)
+    tau = token_permutation((8, 8), 2, block_permutation((8, 8), 2, seed=0), patch=2)
+    trained = local[np.ix_(tau, tau)]  # token i holds the patch at grid position tau[i]
+    np.testing.assert_array_equal(undo_permutation(trained, tau), local)
+    z = locality_z(trained, (g, g), tau, seed=1)
+    assert z["statistic"] == pytest.approx(topk_distance(local, (g, g)), rel=1e-15)
+    assert z["statistic_token_order"] > z["statistic"]  # scrambled as trained
+    G = cosine_gram(np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]]))
+    np.testing.assert_allclose(G, [[1, 2 ** -0.5, 0], [2 ** -0.5, 1, 2 ** -0.5],
+                                   [0, 2 ** -0.5, 1]], rtol=0, atol=1e-15)
+
+
+def _shuffle_result():
+    rng = np.random.default_rng(0)
+    models, blocks, seeds, D, dim = ["positional", "content", "cnn"], [2, 4, 8], [0, 1, 2], 16, 8
+    acc = rng.uniform(0.8, 1.0, size=(3, 3, 3))
+    taus = np.stack([token_permutation((8, 8), b, block_permutation((8, 8), b, 0), 2)
+                     for b in blocks])
+    att = rng.dirichlet(np.ones(D), size=(2, 3, 3, 1, 2, D))
+    meta = dict(data="digits", models=models, vit_models=["positional", "content"],
+                blocks=blocks, seeds=seeds, grid=[4, 4], image_shape=[8, 8, 1],
+                recipe=dict(epochs=3))
+    return ShuffleResult(meta, acc, taus, rng.normal(size=(2, 3, 3, D, dim)), att)
+
+
+def test_shuffle_summary_table_and_paired_change(tmp_path):
+    res = _shuffle_result()
+    s = res.summary()
+    cnn = res.accuracy[2]
+    cell = s["accuracy"]["cnn"]["4"]
+    lo, hi = stats.t.interval(0.95, 2, loc=cnn[1].mean(), scale=stats.sem(cnn[1]))
+    assert cell["mean"] == pytest.approx(cnn[1].mean(), rel=CI_REL)
+    assert (cell["ci_low"], cell["ci_high"]) == (pytest.approx(lo, rel=CI_REL),
+                                                 pytest.approx(hi, rel=CI_REL))
+    change = s["change_finest_minus_coarsest"]["cnn"]
+    assert change["mean"] == pytest.approx((cnn[0] - cnn[2]).mean(), rel=CI_REL)
+    assert set(s["locality"]) == {"attention", "pos_positional", "pos_content"}
+    assert s["locality_z"] == s["locality"]["attention"]["2"]["z"]
+    res.save(tmp_path / "sh")
+    back = ShuffleResult.load(tmp_path / "sh")
+    np.testing.assert_array_equal(back.accuracy, res.accuracy)
+    np.testing.assert_array_equal(back.token_permutation, res.token_permutation)
+
+
+def test_shuffle_figure_draws_the_maps_back_in_place(tmp_path):
+    pytest.importorskip("matplotlib")
+    from patchassoc.figures import vit_shuffle
+
+    res = _shuffle_result()
+    q = vit_shuffle.default_query(res.grid)
+    unshuffled, as_trained, undone = vit_shuffle.panel_maps(res, "attention", q)
+    tau = res.token_permutation[0]
+    M = res.maps("attention", 2)[0]
+    np.testing.assert_array_equal(as_trained.reshape(-1), M[q])
+    np.testing.assert_array_equal(undone.reshape(-1), undo_permutation(M, tau)[q])
+    paths = vit_shuffle.save(res, tmp_path)
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+
+TINY = ["--epochs", "1", "--dim", "16", "--depth", "1", "--heads", "2", "--threads", "1",
+        "--jobs", "1", "--max-train", "64", "--seeds", "2"]
+
+
+def test_json_holds_the_gap_controls_table_and_locality(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    from patchassoc.simulations.cli import main
+
+    status = main(["vit", "--shuffle", "2", "--shuffle", "8", "--quiet", "--json", "--out",
+                   str(tmp_path / "o"), *TINY])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    s = json.loads(captured.out)
+    for key in ("ci_low", "ci_high", "n"):
+        assert key in s["gap_positional"]
+    for control in ("uniform", "none"):
+        assert set(s[control]["accuracy"]) >= {"mean", "ci_low", "ci_high"}
+        assert set(s[f"positional_vs_{control}"]) >= {"mean", "ci_low", "ci_high"}
+    table = s["shuffle"]["accuracy"]
+    assert set(table) == {"positional", "content", "cnn"}
+    assert all(set(table[m]) == {"2", "8"} for m in table)
+    assert table["cnn"]["2"]["n"] == 2 and "ci_low" in table["cnn"]["2"]
+    # B = 8 is no shuffle: its ViT cells are the comparison's own runs (same seeds and recipe)
+    assert table["positional"]["8"]["per_seed"] == s["positional"]["per_seed"]
+    assert table["content"]["8"]["per_seed"] == s["content"]["per_seed"]
+    assert s["locality_z"] == s["shuffle"]["locality"]["attention"]["2"]["z"]
+    assert s["claim6"]["ci"] == [100 * s["gap_positional"]["ci_low"],
+                                 100 * s["gap_positional"]["ci_high"]]
+    assert "controls:" in s["claim6"]["detail"]
+    lines = (tmp_path / "o" / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == 2 * 4 + 2 * 2 + 2 * 2  # comparison; shuffled ViTs at B=2; CNN at 2, 8
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--shuffle", "3"], "must divide the image size"),
+    (["--shuffle", "1"], "multiple of the patch size"),
+    (["--shuffle", "0"], "positive integer"),
+    (["--shuffle", "x"], "positive integer"),
+    (["--shuffle", "4", "--shuffle", "4"], "distinct"),
+    (["--shuffle", "4", "--no-shuffle"], "exclude each other"),
+])
+def test_bad_shuffle_values_are_one_line_and_status_2(tmp_path, capsys, args, message):
+    pytest.importorskip("sklearn")
+    from patchassoc.simulations.cli import main
+
+    assert main(["vit", *args, "--quiet", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("patchassoc: error: ") and message in err[0]
+    assert not (tmp_path / "o").exists()
