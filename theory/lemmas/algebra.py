@@ -17,7 +17,8 @@ M = a E0 + b E1 + c E2 (the coordinates (a, b, c) used throughout).
 
 **Structure constants.** (E_r E_s)_ij counts the k with type(i, k) = r and type(k, j) = s; this
 number p^t_rs depends only on t = type(i, j) (the intersection numbers, counted by hand in
-:func:`intersection_numbers` and checked exactly at sizes up to (8, 8)). Hence
+:func:`intersection_numbers`, derived from the entries with symbolic sizes in lemma L14, and
+counted exactly at sizes up to (8, 8)). Hence
 E_r E_s = sum_t p^t_rs E_t: span(I, B, J) is a commutative algebra, with B^2 = C B,
 B J = J B = C J, J^2 = D J.
 
@@ -262,7 +263,7 @@ def sum_deltas(expr, bounds: dict):
             other = kd.args[1] if kd.args[0] == idx else kd.args[0]
             if lo != 0 or other not in bounds or sp.expand(bounds[other] - 1 - hi) != 0:
                 raise ValueError(f"cannot sum {kd} over {idx} in [{lo}, {hi}]")
-            out.append(term.xreplace({kd: 1}).xreplace({idx: other}))
+            out.append(term.xreplace({kd: sp.Integer(1)}).xreplace({idx: other}))
         return sp.Add(*out)
 
     return expr.replace(lambda x: isinstance(x, sp.Sum), visit)

@@ -35,8 +35,10 @@ L14_INSTANCES = ((1, 1), (1, 3), (3, 1), (2, 2), (2, 3), (3, 2), (4, 4), (8, 8))
        "g(M) = sum_k g(lam_k) E_k is a functional calculus (exp(M) exp(N) = exp(M + N), "
        "d/dt exp(t M) = M exp(t M), sqrt(M)^2 = M for M >= 0)",
        "L, C positive integer symbols, D = L C; the intersection numbers counted by cases on k "
-       "(sums over r, s checked against the valencies), and the valencies derived from the "
-       "entries by sympy sums over symbolic ranges (Kronecker deltas); products, idempotents, "
+       "(sums over r, s checked against the valencies) and derived from the entries: every "
+       "product E_r E_s, its entries written with Kronecker deltas in (l, c), (m, e) and summed "
+       "over the middle patch (n, f) by sympy over the symbolic ranges, equals "
+       "sum_t p^t_rs E_t; the valencies likewise from the entries; products, idempotents, "
        "traces, eigenvalues (from the action on vectors u_i, S_l, T) and the functional calculus "
        "reduced coordinatewise to 0 (cancel); exact brute-force counts of the intersection "
        "numbers at (L, C) = " + ", ".join(f"({L},{C})" for L, C in L14_INSTANCES)
@@ -61,6 +63,29 @@ def prove_L14(proof: Proof) -> None:
         proof.equal(alg.canon(alg.in_range(row)), v[t],
                     f"row sum of {alg.TYPES[t]} is {v[t]} (sum over symbolic ranges)",
                     up_to="expand")
+    # the products from the entries: (E_r E_s)[(l,c),(m,e)] = sum_{n<L} sum_{f<C} E_r[(l,c),(n,f)]
+    # E_s[(n,f),(m,e)], summed over the symbolic ranges, is sum_t p^t_rs E_t[(l,c),(m,e)]
+    n_, f_ = sp.symbols("n f", integer=True, nonnegative=True)
+
+    def entry(t, a_, b_, x_, y_):
+        return (KD(a_, x_) * KD(b_, y_), KD(a_, x_) * (1 - KD(b_, y_)), 1 - KD(a_, x_))[t]
+
+    def idempotent_deltas(x_):  # delta^2 = delta
+        return sp.expand(x_).replace(lambda z: isinstance(z, sp.Pow) and isinstance(z.base, KD),
+                                     lambda z: z.base)
+
+    bounds = {l: L, c: C, m: L, e: C}
+    for r, s in itertools.product(range(3), repeat=2):
+        summand = sp.expand(entry(r, l, c, n_, f_) * entry(s, n_, f_, m, e))
+        prod = sp.Sum(sp.Sum(summand, (f_, 0, C - 1)), (n_, 0, L - 1))
+        got = idempotent_deltas(alg.canon(alg.sum_deltas(prod, bounds)))
+        want = idempotent_deltas(sum(sp.sympify(p[t].get((r, s), 0)) * entry(t, l, c, m, e)
+                                     for t in range(3)))
+        proof.equal(got, want, f"E{r} E{s} = sum_t p^t_{r}{s} E_t from the entries (symbolic "
+                    "L, C)", up_to="expand")
+        if (r, s) == (2, 2):
+            wrong = idempotent_deltas(want + entry(2, l, c, m, e) * C)
+            proof.control(got - wrong, "negative control: p^2_22 = D - C", up_to="expand")
     # brute-force counts at concrete sizes
     for Lk, Ck in L14_INSTANCES:
         for layout in ("blocks", "interleaved"):
