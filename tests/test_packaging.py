@@ -10,7 +10,9 @@ virtual environments made without pip (``pip --python`` installs into them), and
 - after the install, ``import theory``, ``import simulations`` and ``import figures`` fail;
 - next to a dummy distribution that owns the top-level names ``figures``, ``simulations`` and
   ``theory`` (built here from a setup.cfg), both distributions import, and uninstalling
-  patchassoc leaves the other one intact.
+  patchassoc leaves the other one intact;
+- in the environment the tests run in (the README's editable install), too, only
+  ``patchassoc`` imports from outside the repository.
 
 Cost: two wheel builds in one pip call and three small installs, about 10-20 s when the running
 environment can build without isolation (setuptools >= 70.1, or setuptools with ``wheel``);
@@ -169,3 +171,14 @@ def test_install_next_to_a_distribution_owning_the_generic_names(wheels, tmp_pat
                  "print(figures.OWNER, simulations.OWNER, theory.OWNER, sep='|')"],
                 cwd=tmp_path).splitlines()
     assert lines == ["|".join([DUMMY_OWNER] * 3)]
+
+
+def test_the_running_install_has_no_generic_top_level_names(tmp_path):
+    """The environment the tests run in (the README's editable install, in CI): outside the
+    repository only ``patchassoc`` imports."""
+    code = ("import importlib.util, patchassoc; "
+            "print([m for m in ('theory', 'simulations', 'figures') "
+            "if importlib.util.find_spec(m)]); print(patchassoc.__file__)")
+    lines = _ok([sys.executable, "-c", code], cwd=tmp_path).splitlines()
+    assert lines[0] == "[]"
+    assert Path(lines[1]).parent.name == "patchassoc"
