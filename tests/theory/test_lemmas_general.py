@@ -99,6 +99,8 @@ def test_sum_deltas_needs_a_declared_range():
     g = sp.IndexedBase("g")
     expr = sp.Sum(sp.KroneckerDelta(i, k) * g[i], (i, 0, n - 1))
     assert alg.sum_deltas(expr, {k: n}) == g[k]
+    assert alg.sum_deltas(sp.Sum(sp.KroneckerDelta(i, k), (i, 0, n - 1)), {k: n}) == 1
+    assert alg.sum_deltas(sp.Sum(g[i], (i, 0, n - 1)), {k: n}) == sp.Sum(g[i], (i, 0, n - 1))
     with pytest.raises(ValueError, match="cannot sum"):
         alg.sum_deltas(expr, {})
     with pytest.raises(ValueError, match="cannot sum"):
