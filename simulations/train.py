@@ -42,7 +42,7 @@ from patchassoc.theory.structure import Structure, build_structure, within_set_m
 from . import kernels
 from .progress import progress_bar
 from .results import load_folder, save_folder
-from .sampler import Sample, check_sample_size, sample, streams, unit_vector
+from .sampler import Sample, check_sample_size, draw, draw_target, streams
 
 __all__ = ["TrainResult", "Trajectory", "gradient_descent", "train", "record_steps",
            "initial_parameters", "ASSOCIATION_EPS"]
@@ -331,11 +331,13 @@ def train(config: Config, seed: int = 0, *, progress: bool = False,
     elif structure.L != config.L or structure.C != config.C:
         raise ValueError(f"structure has L={structure.L}, C={structure.C}; config has "
                          f"L={config.L}, C={config.C}")
-    w_star = unit_vector(config.d, rng["feature"])
+    # w* (structured data), or the CNN filter of the paper's Fig. 2 control (config.data =
+    # "gaussian-cnn"), which has no feature: alpha is then <v, 0> = 0 and ||v_perp|| = ||v||
+    target = draw_target(config, rng["feature"])
+    w_star = target if config.data == "structured" else np.zeros(config.d)
     v0, theta0 = initial_parameters(config, rng["init"])
-    orth = config.noise == "orthogonal"
-    train_data = sample(config.n_train, w_star, structure, config.q, config.sigma, rng["train"], orth)
-    test_data = sample(config.n_test, w_star, structure, config.q, config.sigma, rng["test"], orth)
+    train_data = draw(config, config.n_train, target, structure, rng["train"])
+    test_data = draw(config, config.n_test, target, structure, rng["test"])
     t1 = time.perf_counter()
     traj = gradient_descent(train_data, theta0, v0, p=config.p, nu=config.nu,
                             eta_v=config.eta_v, eta_Q=config.eta_Q, steps=config.steps,

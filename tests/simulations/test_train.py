@@ -169,3 +169,19 @@ def test_summary_of_a_result_saved_without_the_association_metrics(tiny_run, tmp
     s = TrainResult.load(tmp_path / "old").summary()
     assert s["topc_rows"] is None and s["associated"] is None
     assert s["within_mass_mean"] == tiny_run.summary()["within_mass_mean"]
+
+
+def test_train_draws_the_data_config_names():
+    """data='gaussian-cnn' (the paper's Fig. 2 control) trains on the CNN-labelled Gaussian
+    patches, which carry no feature: alpha = 0 and ||v_perp|| = ||v||."""
+    from patchassoc.simulations.sampler import streams, unit_vector
+    cfg = preset("tiny", L=4, C=4, d=16, structure="windows", data="gaussian-cnn", steps=5,
+                 n_train=200, n_test=200, records=3)
+    r = train(cfg, seed=0)
+    t = r.trajectory
+    assert t.status == "ok" and np.all(t.alpha == 0.0)
+    assert t.v_perp_norm[-1] == pytest.approx(np.linalg.norm(t.v), rel=1e-12)
+    assert r.structure.kind == "windows" and np.all(r.w_star == 0.0)
+    # structured data still draws w* from the feature stream, as before the data field existed
+    plain = train(preset("tiny", steps=2, n_train=200, n_test=200, records=2), seed=0)
+    assert np.array_equal(plain.w_star, unit_vector(32, streams(0)["feature"]))
