@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from .._jit import jit
+from .._jit import pjit, prange
 
 __all__ = ["UPSTREAM_SEEDS", "DOWNSTREAM_SEEDS", "UPSTREAM_DIAGONAL", "EPS_GRID", "EPS_MIN",
            "FLOOR_TARGET", "N_GRID", "N_MAX", "OMEGA", "ETA_V", "STEPS", "TOL", "N_TEST",
@@ -107,12 +107,13 @@ def _draws(L: int, C: int, q: float, n: int, seed: int) -> tuple[np.ndarray, np.
     return m, rng.standard_normal((n, L))
 
 
-@jit
+@pjit
 def _errors(m, G, scales, noise, p, nu):
-    """Zero-one error (ties 1/2) of f = sum_l act(a (m_l + noise G_l)) for each scale a."""
+    """Zero-one error (ties 1/2) of f = sum_l act(a (m_l + noise G_l)) for each scale a (one
+    scale per thread: each error is summed in the same order whatever the thread count)."""
     n, L = m.shape
     out = np.zeros(scales.shape[0])
-    for k in range(scales.shape[0]):
+    for k in prange(scales.shape[0]):
         a = scales[k]
         wrong = 0.0
         for i in range(n):
