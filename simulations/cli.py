@@ -46,6 +46,8 @@ COMMANDS: tuple[str, ...] = (
     "patchassoc.simulations.commands.vit",
     "patchassoc.simulations.commands.transfer",
     "patchassoc.simulations.commands.association",
+    "patchassoc.simulations.commands.grid",
+    "patchassoc.simulations.commands.seeds",
 )
 
 DEFAULT_OUT = Path("patchassoc-out")

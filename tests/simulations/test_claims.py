@@ -23,18 +23,50 @@ def _S(L=4, C=4, seed=0):
     return random_partition(L, C, np.random.default_rng(seed))
 
 
-def _pop(mass=0.97, error=0.00135, bayes=0.00135):
-    return {"within_mass_min": mass, "within_mass_mean": mass, "error": error,
+def _pop(rows=16, error=0.00135, bayes=0.00135, bound=0.0):
+    return {"topc_rows": rows, "D": 16, "share_min": 0.93, "error": error, "max_bound": bound,
             "bayes_error": bayes, "steps": 3000}
 
 
-def test_claim1_thresholds():
-    assert cl.claim1(_pop())["passed"]
-    low_mass = cl.claim1(_pop(mass=0.94))
-    assert not low_mass["passed"] and low_mass["status"] == "fail"
-    bad_err = cl.claim1(_pop(error=0.00135 * 1.31))
-    assert not bad_err["passed"] and bad_err["values"]["error_over_bayes"] > 1.3
-    assert cl.claim1({"steps": 3})["status"] == "not run"
+def _grid(regime_pass=(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), ref_pass=True, quick=False):
+    from patchassoc.simulations.claim_grid import grid_summary
+    recs = [{"L": 3 + k, "C": 2, "d": 1024, "in_regime": True, "passed": bool(p), "steps": 50,
+             "share": 0.8} for k, p in enumerate(regime_pass)]
+    recs.append({"L": 4, "C": 4, "d": 256, "in_regime": True, "passed": ref_pass, "steps": 150,
+                  "share": 0.7, "error_over_bayes": 1.1})
+    recs.append({"L": 2, "C": 2, "d": 4096, "in_regime": False, "passed": False,
+                 "steps": 10000, "share": 0.33})
+    return grid_summary(recs, quick=quick)
+
+
+def test_claim1_on_the_grid():
+    S = _S()
+    ok = cl.claim1(_grid(), S)
+    assert ok["status"] == "pass" and ok["passed"]
+    # 10 of 11 regime points pass (91 %): still >= 90 %; 9 of 11 (82 %) fails
+    assert cl.claim1(_grid(regime_pass=(1,) * 9 + (0,)), S)["passed"]
+    low = cl.claim1(_grid(regime_pass=(1,) * 8 + (0, 0)), S)
+    assert low["status"] == "fail" and "(8, 2, 1024)" not in low["detail"]
+    assert "(11, 2, 1024)" in low["detail"] and "(12, 2, 1024)" in low["detail"]
+    assert cl.claim1(_grid(ref_pass=False), S)["status"] == "fail"
+    # every control appears, and fails association
+    ctl = ok["values"]["controls"]
+    assert {c["name"] for c in ctl} == {"identity-heavy", "identity", "uniform",
+                                         "wrong-partition"}
+    assert all(c["ok"] and not c["associated"] for c in ctl)
+    # a quick grid is a preview: never passed, whatever its numbers
+    q = cl.claim1(_grid(quick=True), S)
+    assert q["status"] == "preview" and not q["passed"] and q["values"]["preview_of"] == "pass"
+    assert cl.claim1(None)["status"] == "not run"
+
+
+def test_claim1_single_point_uses_error_plus_bound():
+    point = cl.claim1_point(_pop(error=0.00135 * 1.3 + 1e-4, bound=1e-4))
+    assert point["passed"]
+    assert not cl.claim1_point(_pop(error=0.00135 * 1.3 + 1e-4, bound=0.0))["passed"]
+    assert not cl.claim1_point(_pop(rows=15))["passed"]
+    rec = cl.claim1(None, _S(), _pop())
+    assert rec["status"] == "preview" and not rec["passed"]  # one point is not the grid
 
 
 def test_invariant_fraction():
@@ -55,50 +87,56 @@ def test_invariant_fraction():
     assert cl.invariant_fraction(np.zeros((S.D, S.D)), S) == (1.0, 0.0)
 
 
-def _train(mass_mean=0.9, mass_min=0.78, test_error=0.0024):
-    return {"within_mass_mean": mass_mean, "within_mass_min": mass_min,
-            "test_error": test_error}
+def _seeds(passes=(True,) * 10, control_associates=False, quick=False):
+    from patchassoc.simulations.claim_seeds import seeds_summary
+    recs = [{"seed": k, "passed": p, "share_min": 0.8 if p else 0.7, "topc_rows": 16,
+             "test_error": 0.002, "bayes_error": 0.00135, "error_threshold": 0.0037,
+             "invariance": {"fraction": 0.9, "z": 40.0}} for k, p in enumerate(passes)]
+    s = seeds_summary(recs, quick=quick)
+    c = {"assoc_topc_rows": 16 if control_associates else 0, "assoc_D": 16,
+         "assoc_share_min": 0.95 if control_associates else 0.2, "assoc_mass_min": 0.5,
+         "assoc_associated": control_associates, "test_error": 0.35, "ari_top_c": 0.0}
+    s["control"] = {"control": c, "control_ok": not control_associates}
+    return s
 
 
-def test_claim2_parts():
+def test_claim2_wilson_rule_and_controls():
+    from patchassoc.simulations.claim_seeds import wilson_interval
     S = _S()
-    Q = invariant_logits(3.0, 2.5, -0.7, S) + 0.01 * np.random.default_rng(1).standard_normal(
-        (S.D, S.D))
-    good = cl.claim2(_train(), Q, S, {"slope": -0.48})
-    assert good["passed"] and good["status"] == "pass"
-    assert good["values"]["parts"] == {"a": True, "b": True, "c": True}
-    missing = cl.claim2(_train(), Q, S, None)
-    assert missing["status"] == "not run" and not missing["passed"]
-    assert missing["values"]["parts"]["c"] is None
-    low = cl.claim2(_train(mass_min=0.7), Q, S, None)
-    assert low["status"] == "fail" and not low["passed"]
-    steep = cl.claim2(_train(), Q, S, {"slope": -0.2})
-    assert steep["status"] == "fail" and steep["values"]["parts"]["c"] is False
-    far = cl.claim2(_train(), 4.0 * pattern("wrong", S), S, {"slope": -0.5})
-    assert far["status"] == "fail" and far["values"]["parts"]["b"] is False
-    bad_test = cl.claim2(_train(test_error=0.006), Q, S, {"slope": -0.5})
-    assert bad_test["status"] == "fail"
+    ok = cl.claim2(_seeds(), {"slope": -0.48, "slope_ci": [-0.6, -0.4]}, S)
+    assert ok["status"] == "pass" and "slope -0.480" in ok["measured"]
+    assert wilson_interval(10, 10)[0] > 0.7 > wilson_interval(9, 10)[0]
+    nine = cl.claim2(_seeds(passes=(True,) * 9 + (False,)), None, S)
+    assert nine["status"] == "fail" and "failing seeds: 9" in nine["detail"]
+    leaky = cl.claim2(_seeds(control_associates=True), None, S)
+    assert leaky["status"] == "fail"
+    assert {c["name"] for c in leaky["values"]["controls"]} >= {"gaussian-cnn", "identity-heavy"}
+    assert cl.claim2(_seeds(quick=True), None, S)["status"] == "preview"
+    assert cl.claim2(None)["status"] == "not run"
 
 
-def _solutions(gen=("block", "shifted"), gen_na=("shifted",), pop_assoc="set",
-               nearest="block"):
-    rows = [{"name": n, "generalizes": "yes" if n in gen else "no"}
-            for n in ("block", "identity", "uniform", "wrong", "shifted")]
-    rows += [{"name": "gd-population", "association": pop_assoc, "nearest": nearest,
-              "generalizes": "yes", "mass_min": 0.98},
-             {"name": "gd-sampled", "association": "none", "nearest": "block",
-              "generalizes": "yes", "mass_min": 0.77}]
-    return {"rows": rows, "generalizing": list(gen), "generalizing_without_association":
-            list(gen_na), "label": "ref", "bayes_error": 0.00135,
-            "generalization_threshold": 0.0037}
+def _solutions(shifted_err=0.0014, gd_topc=True, control_ok=True):
+    rows = [{"name": n, "topc_disjoint": n == "shifted", "error_high": shifted_err if
+             n == "shifted" else 0.01} for n in ("block", "identity", "uniform", "wrong",
+                                                  "shifted")]
+    rows += [{"name": "gd-population", "topc": gd_topc, "topc_rows": 16 if gd_topc else 3,
+              "share_min": 0.95, "error_over_bayes": 1.0},
+             {"name": "gd-sampled", "topc": True, "topc_rows": 16, "share_min": 0.8,
+              "error_over_bayes": 1.2, "full": {"error": 0.002, "error_low": 0.0019,
+                                                "error_high": 0.0021}}]
+    controls = [{"name": "identity", "ok": control_ok, "associated": not control_ok,
+                 "topc_rows": 0, "D": 16, "share_min": 0.2}]
+    return {"rows": rows, "label": "ref", "bayes_error": 0.00135, "problem": {"D": 16},
+            "controls": controls}
 
 
 def test_claim3():
-    assert cl.claim3(_solutions())["passed"]
-    assert not cl.claim3(_solutions(gen=("block",), gen_na=()))["passed"]
-    assert not cl.claim3(_solutions(gen_na=()))["passed"]
-    assert not cl.claim3(_solutions(pop_assoc="self"))["passed"]
-    assert not cl.claim3(_solutions(nearest="identity"))["passed"]
+    ok = cl.claim3(_solutions())
+    assert ok["passed"] and ok["values"]["disjoint_generalizing"] == ["shifted"]
+    assert "same f" in ok["detail"]
+    assert not cl.claim3(_solutions(shifted_err=0.00135 * 1.31))["passed"]
+    assert not cl.claim3(_solutions(gd_topc=False))["passed"]
+    assert not cl.claim3(_solutions(control_ok=False))["passed"]
     assert cl.claim3({"rows": []})["status"] == "not run"
 
 
@@ -142,35 +180,64 @@ def _step(folder, summary):
                                       "summary": summary})
 
 
+def _reproduction(root, quick=False):
+    from patchassoc.simulations.results import write_arrays
+    (root / "train").mkdir(parents=True)
+    write_arrays(root / "train" / "arrays.npz", {"sets": _S().sets})  # the reference sets
+    write_json(root / "grid" / "grid.json", _grid(quick=quick))
+    write_json(root / "seeds" / "seeds.json", _seeds(quick=quick))
+    _step(root / "population", dict(_pop(), convergence={"slope": -0.52, "Ns": [1, 2]}))
+    _step(root / "lemmas", {"all_proved": True, "n_proved": 10, "n_lemmas": 10,
+                            "lemmas": [{"name": "L1", "proved": True, "general": True}]})
+    write_json(root / "solutions" / "main" / "metrics.json", _solutions())
+    write_json(root / "reproduce.json", {"quick": quick, "steps": {}})
+
+
 def test_check_from_a_reproduction_folder(tmp_path, capsys):
     root = tmp_path / "repro"
-    _step(root / "population", dict(_pop(), convergence={"slope": -0.52, "Ns": [1, 2]}))
-    _step(root / "lemmas", {"all_proved": True, "n_proved": 10, "n_lemmas": 10, "lemmas": []})
-    write_json(root / "solutions" / "main" / "metrics.json", _solutions())
+    _reproduction(root)
     claims = cl.collect_from(root)
     by = {c["id"]: c for c in claims}
     assert [c["id"] for c in claims] == ["1", "2", "3", "4", "5", "6"]
-    assert by["1"]["passed"] and by["3"]["passed"] and by["4"]["passed"]
-    assert by["2"]["status"] == "not run"  # no train/ folder; the slope alone is not enough
-    assert by["2"]["values"]["parts"]["c"] is True
+    assert [by[k]["status"] for k in "1234"] == ["pass"] * 4
     assert by["5"]["status"] == "not run" and by["6"]["status"] == "not run"
     # the command: a reproduction folder must hold every result -> exit 1, JSON on stdout
     status = main(["check", "--from", str(root), "--json", "--out", str(tmp_path / "c")])
     out = json.loads(capsys.readouterr().out)
-    assert status == 1 and out["all_passed"] is False and out["not_run"] == ["2", "5", "6"]
+    assert status == 1 and out["all_passed"] is False and out["not_run"] == ["5", "6"]
+    # the table prints every control under its claim, failing association
+    main(["check", "--from", str(root), "--out", str(tmp_path / "c")])
+    text = capsys.readouterr().out
+    assert text.count("control identity-heavy") == 2 and "control gaussian-cnn" in text
+    assert "ASSOCIATED" not in text
     # a failing claim is reported as failed, and the table says so
-    _step(root / "population", _pop(mass=0.5))
+    write_json(root / "grid" / "grid.json", _grid(ref_pass=False))
     status = main(["check", "--from", str(root), "--out", str(tmp_path / "c")])
     text = capsys.readouterr().out
-    assert status == 1 and "FAIL" in text and "mass min 0.5000" in text
+    assert status == 1 and "FAIL" in text and "reference FAILS" in text
+    # an empty lemma list fails claim 4
+    _step(root / "lemmas", {"all_proved": True, "n_proved": 0, "n_lemmas": 0, "lemmas": []})
+    assert {c["id"]: c for c in cl.collect_from(root)}["4"]["status"] == "fail"
     assert main(["check", "--from", str(tmp_path / "nope"), "--quiet"]) == 2
+
+
+def test_check_from_a_quick_reproduction_is_a_preview(tmp_path):
+    root = tmp_path / "repro"
+    _reproduction(root, quick=True)
+    claims = {c["id"]: c for c in cl.collect_from(root)}
+    assert [claims[k]["status"] for k in "1234"] == ["preview"] * 4
+    assert not any(c["passed"] for c in claims.values())
+    s = cl.summarize(list(claims.values()))
+    assert s["preview"] == ["1", "2", "3", "4"] and not s["all_passed"]
 
 
 def test_check_reproduce_step_reads_siblings(tmp_path):
     from patchassoc.simulations.commands.check import reproduce_step
     from patchassoc.theory.config import preset
     root = tmp_path / "repro"
-    _step(root / "population", _pop())
-    s = reproduce_step(root / "check", preset("ref"), 0, True, False)
-    assert s["exit_status"] == 1 and s["figures"] == []
+    _reproduction(root)
+    s = reproduce_step(root / "check", preset("ref"), 0, False, False)
+    assert s["exit_status"] == 1 and s["figures"] == []  # 5 and 6 not run
     assert json.loads((root / "check" / "check.json").read_text())["claims"][0]["passed"]
+    q = reproduce_step(root / "check", preset("ref"), 0, True, False)  # quick: previews
+    assert q["preview"] == ["1", "2", "3", "4"]
