@@ -196,23 +196,10 @@ def _solutions_reading(s: dict) -> dict[str, str]:
 
 
 def _vit_reading(s: dict) -> dict[str, str]:
-    def acc(kind):
-        a = (s.get(kind) or {}).get("accuracy") or {}
-        return (f"{_pct(a.get('mean'))} (95 % CI {_pct(a.get('ci_low'))} to "
-                f"{_pct(a.get('ci_high'))})")
-    gap = s.get("gap_positional") or {}
-    return {"vit_attention": (
-        f"Real images, small scale ({s.get('data')}, {len(s.get('seeds', []))} seeds, same "
-        f"widths, depth, heads and recipe for both models). Mean test accuracy: positional-"
-        f"attention ViT {acc('positional')}, standard ViT {acc('content')}; paired gap "
-        f"{100 * float(gap.get('mean', float('nan'))):+.2f} points (95 % CI "
-        f"{100 * float(gap.get('ci_low', float('nan'))):+.2f} to "
-        f"{100 * float(gap.get('ci_high', float('nan'))):+.2f}). The panels draw the positional "
-        f"model's learned attention for a few query patches over the patch grid, beside the "
-        f"standard ViT's attention averaged over test images. On 8x8 digits the positional "
-        f"model loses no accuracy, but its maps concentrate on the central, ink-carrying patches "
-        f"rather than on each query's neighbours: this data set is too small to show local "
-        f"attention, which the synthetic locality figure shows instead.")}
+    # read from the numbers by the vit command itself (controls, shuffled-patch experiment)
+    from .commands.vit import figure_readings
+
+    return figure_readings(s)
 
 
 def _transfer_reading(s: dict) -> dict[str, str]:

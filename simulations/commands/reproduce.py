@@ -31,7 +31,7 @@ STEPS: tuple[tuple[str, str, str], ...] = (
     ("lemmas", "patchassoc.simulations.commands.lemmas", "sympy proofs of the lemmas of SPEC section 4"),
     ("solutions", "patchassoc.simulations.commands.solutions", "certified catalogue of generalizing solutions"),
     ("transfer", "patchassoc.simulations.commands.transfer", "downstream sample complexity against baselines"),
-    ("vit", "patchassoc.simulations.commands.vit", "positional-attention ViT vs standard ViT on digits"),
+    ("vit", "patchassoc.simulations.commands.vit", "positional-attention ViT vs standard ViT on digits, with controls and the shuffled-patch experiment"),
     ("check", "patchassoc.simulations.commands.check", "the claims of SPEC section 6, from the steps above"),
 )
 

@@ -224,7 +224,15 @@ class ShuffleResult:
     def summary(self) -> dict:
         """Accuracy table (model -> block -> mean with 95 % CI), the paired change from the
         largest to the smallest block per model, and the locality of each learned map per block
-        (the z-score against 200 random relabellings, after undoing the shuffle)."""
+        (the z-score against 200 random relabellings, after undoing the shuffle). Computed once
+        per result (its arrays are not meant to change)."""
+        cached = self.__dict__.get("_summary")
+        if cached is None:
+            cached = self._summary()
+            object.__setattr__(self, "_summary", cached)
+        return cached
+
+    def _summary(self) -> dict:
         blocks = self.blocks
         models = list(self.meta["models"])
         table = {m: {str(b): dict(mean_ci(self.accuracy_of(m, b)),

@@ -134,10 +134,7 @@ def _topk_index(M: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-X, axis=-1, kind="stable")[..., :k]
 
 
-def topk_distance(M, grid: tuple[int, int], k: int = LOCALITY_TOP_K) -> float:
-    """The locality statistic r(M): mean over maps and queries of the mean grid distance of each
-    query's top-k other patches (``M`` (..., D, D) indexed by grid position)."""
-    M = np.asarray(M, dtype=np.float64)
+def _check_maps(M: np.ndarray, grid: tuple[int, int], k: int) -> np.ndarray:
     dist = _grid_dist(grid)
     D = dist.shape[0]
     if M.shape[-2:] != (D, D):
@@ -147,9 +144,22 @@ def topk_distance(M, grid: tuple[int, int], k: int = LOCALITY_TOP_K) -> float:
         raise ValueError(f"k must lie in 1..{D - 1}, got {k}")
     if not np.all(np.isfinite(M)):
         raise ValueError("maps must be finite")
+    return dist
+
+
+def _topk_per_map(M: np.ndarray, dist: np.ndarray, k: int) -> np.ndarray:
+    """Mean top-k distance of each map (...,) of ``M`` (..., D, D)."""
     idx = _topk_index(M, k)
-    rows = np.arange(D)[:, None]
-    return float(dist[rows, idx].mean())
+    rows = np.arange(dist.shape[0])[:, None]
+    return dist[rows, idx].mean(axis=(-2, -1))
+
+
+def topk_distance(M, grid: tuple[int, int], k: int = LOCALITY_TOP_K) -> float:
+    """The locality statistic r(M): mean over maps and queries of the mean grid distance of each
+    query's top-k other patches (``M`` (..., D, D) indexed by grid position)."""
+    M = np.asarray(M, dtype=np.float64)
+    dist = _check_maps(M, grid, k)
+    return float(_topk_per_map(M, dist, k).mean())
 
 
 def locality_z(M, grid: tuple[int, int], token_perm=None, k: int = LOCALITY_TOP_K,
@@ -172,10 +182,12 @@ def locality_z(M, grid: tuple[int, int], token_perm=None, k: int = LOCALITY_TOP_
     G = undo_permutation(M, tau)
     r = topk_distance(G, grid, k)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x10CA1]))
-    null = np.empty(draws)
-    for t in range(draws):
-        pi = rng.permutation(D)
-        null[t] = topk_distance(G[..., pi[:, None], pi[None, :]], grid, k)
+    pis = np.stack([rng.permutation(D) for _ in range(draws)])  # draws x D
+    G3 = G.reshape((-1, D, D))
+    dist = _grid_dist(grid)
+    # every relabelling at once: (draws, maps, D, D)
+    relabelled = G3[:, pis[:, :, None], pis[:, None, :]].transpose(1, 0, 2, 3)
+    null = _topk_per_map(relabelled, dist, k).mean(axis=1)
     sd = float(null.std(ddof=1))
     mean = float(null.mean())
     # a null without spread (e.g. a constant map: every relabelling gives the same statistic)
