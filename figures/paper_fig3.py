@@ -1,0 +1,96 @@
+"""The analogue of the paper's Figure 3: one data point of the structured distribution drawn on
+its patch grid.
+
+A 6 x 6 grid of patches split into nine 2 x 2 sets (the ``windows`` structure, L = 9, C = 4).
+Each patch is marked with its feature coefficient s_j = <signal part of X_j, w*>: +1 or -1 (a
+copy of the feature w* with that sign) or 0 (noise only). The signal set S_l*, every patch of
+which carries y w*, is boxed; outside it the +-1 patches are the feature noise (each patch with
+probability q/2 per sign). Thin lines separate the sets.
+
+:func:`draw_point` draws the point from a seed (the sampler of
+:mod:`patchassoc.simulations.sampler`); :func:`plot` only draws what it is given.
+
+References
+----------
+SPEC section 1 (sampling); PAPER.md (Assumption 1, Fig. 3).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from matplotlib.patches import Rectangle
+
+from .style import COLORS, new_figure, save_figure
+
+__all__ = ["draw_point", "plot", "save", "GRID", "WINDOW"]
+
+#: Grid side and set (window) side of the paper's Figure 3.
+GRID, WINDOW = 6, 2
+
+
+def draw_point(seed: int = 0, q: float | None = None, d: int = 64) -> dict:
+    """One (X, y) on the 6 x 6 grid of 2 x 2 sets, summarized by its feature coefficients.
+
+    ``q`` defaults to SPEC's reference scaling ln(d)/D (0.116 for d = 64, D = 36): about four
+    stray copies of the feature among the 32 patches outside the signal set.
+
+    Returns a JSON-ready dict: ``s`` (36 coefficients, row-major), ``y``, ``lstar`` (the signal
+    set), ``sets`` (9 x 4 patch indices), ``q``, ``seed``.
+    """
+    from patchassoc.simulations.sampler import sample, streams, unit_vector
+    from patchassoc.theory.structure import windows
+    if q is None:
+        q = min(1.0, math.log(d) / GRID ** 2)
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q must lie in [0, 1], got {q}")
+    S = windows((GRID // WINDOW) ** 2, WINDOW ** 2)
+    rng = streams(seed)
+    w = unit_vector(d, rng["feature"])
+    data = sample(1, w, S, q, 1.0 / math.sqrt(d), rng["train"], orthogonal=True)
+    return {"s": data.s[0].astype(int).tolist(), "y": int(data.y[0]),
+            "lstar": int(data.lstar[0]), "sets": S.sets.tolist(), "q": float(q),
+            "seed": int(seed)}
+
+
+def plot(point: dict):
+    """Draw the point of :func:`draw_point`; returns the figure."""
+    s = np.asarray(point["s"], dtype=int)
+    sets = np.asarray(point["sets"], dtype=int)
+    g = math.isqrt(s.size)
+    if g * g != s.size:
+        raise ValueError(f"the point must have a square number of patches, got {s.size}")
+    fig, ax = new_figure(figsize=(4.6, 4.9))
+    colors = {1: COLORS["blue"], -1: COLORS["vermillion"], 0: "#EEEEEE"}
+    for j, val in enumerate(s):
+        r, c = divmod(j, g)
+        ax.add_patch(Rectangle((c, r), 1, 1, facecolor=colors[int(val)], edgecolor="white",
+                               lw=1.0))
+        ax.text(c + 0.5, r + 0.5, {1: "+1", -1: "-1", 0: "0"}[int(val)], ha="center",
+                va="center", fontsize=11, color="white" if val else "#666666",
+                fontweight="bold" if val else "normal")
+    # set boundaries, and the signal set boxed
+    for k, members in enumerate(sets):
+        rows, cols = np.divmod(members, g)
+        r0, c0 = rows.min(), cols.min()
+        h, w = rows.max() - r0 + 1, cols.max() - c0 + 1
+        signal = k == point["lstar"]
+        ax.add_patch(Rectangle((c0, r0), w, h, fill=False,
+                               edgecolor=COLORS["black"] if signal else "#999999",
+                               lw=3.0 if signal else 0.8, zorder=3))
+    ax.set_xlim(-0.05, g + 0.05)
+    ax.set_ylim(g + 0.05, -0.05)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    n_noise = int(np.count_nonzero(s)) - sets.shape[1]
+    ax.set_title(f"one data point, y = {point['y']:+d}: the boxed set carries y w* in every "
+                 f"patch;\n{n_noise} other patch(es) carry +-w* (feature noise, q = "
+                 f"{point['q']:.3g}); 0 = noise only", fontsize=8)
+    fig.suptitle("Analogue of the paper's Fig. 3: 6 x 6 patches, nine 2 x 2 sets", fontsize=10)
+    return fig
+
+
+def save(point: dict, folder: str | Path, name: str = "paper_fig3") -> list[Path]:
+    """Write ``name``.png/.pdf into ``folder``."""
+    return save_figure(plot(point), folder, name)

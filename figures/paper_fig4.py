@@ -1,0 +1,120 @@
+"""The analogue of the paper's Figure 4: a sampled-data run of the paper's model (D = 10, C = 2,
+fixed diagonal, noise orthogonal to w*), drawn as the paper draws it.
+
+Panels: the learned attention A = softmax(Q) at the last step, next to the set mask B
+(B_ij = 1 when i and j are in the same set), both with the sets contiguous; the train and test
+zero-one errors against the step (log axis); cos(v, w*) = alpha / sqrt(alpha^2 + ||v_perp||^2)
+against the step, with the 0.99 level the paper's figure passes early. Vertical lines mark the
+first recorded step where cos(v, w*) >= 0.99 and the first where the attention is associated
+(Def. 2.2 in every row and share_min >= 1 - eps, eps = 0.25 for sampled runs).
+
+Reads a saved :class:`patchassoc.simulations.train.TrainResult`; never recomputes.
+
+References
+----------
+SPEC sections 2-3; PAPER.md (Fig. 4).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .style import ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis
+
+__all__ = ["plot", "save", "cosine", "first_step", "COS_LEVEL"]
+
+#: The level cos(v, w*) passes early in the paper's Figure 4.
+COS_LEVEL = 0.99
+
+
+def cosine(t) -> np.ndarray:
+    """cos(v, w*) at each recorded step: alpha / sqrt(alpha^2 + ||v_perp||^2) (0 for v = 0)."""
+    norm = np.hypot(np.asarray(t.alpha, dtype=float), np.asarray(t.v_perp_norm, dtype=float))
+    return np.divide(t.alpha, norm, out=np.zeros_like(norm), where=norm > 0)
+
+
+def first_step(steps, mask) -> int | None:
+    """The first recorded step where ``mask`` holds (``None`` if never)."""
+    mask = np.asarray(mask, dtype=bool)
+    return int(np.asarray(steps)[np.argmax(mask)]) if mask.any() else None
+
+
+def _associated_mask(t, D: int, eps: float) -> np.ndarray:
+    if t.topc_rows is None:
+        return np.zeros(t.steps.shape, dtype=bool)
+    return (np.asarray(t.topc_rows) == D) & (np.asarray(t.share_min) >= 1.0 - eps)
+
+
+def plot(result):
+    """Four panels from a :class:`~patchassoc.simulations.train.TrainResult`; returns the figure."""
+    from patchassoc.simulations.train import ASSOCIATION_EPS
+    t, S, cfg = result.trajectory, result.structure, result.config
+    s = result.summary()
+    fig, all_axes = new_figure(1, 6, figsize=(16, 3.6),
+                               gridspec_kw={"width_ratios": [1, 1, 0.05, 0.3, 1.5, 1.5],
+                                            "wspace": 0.3})
+    cax = all_axes[2]
+    all_axes[3].axis("off")                       # spacer between the colour bar and the curves
+    axes = np.array([all_axes[0], all_axes[1], all_axes[4], all_axes[5]])
+    order = S.order()
+    A = np.asarray(t.A[-1])[np.ix_(order, order)]
+    B = S.same_set()[np.ix_(order, order)]
+    for ax, mat, title in ((axes[0], A, f"learned A (step {int(t.steps[-1])})"),
+                           (axes[1], B, "set mask (same set)")):
+        im = ax.imshow(mat, cmap=ATTENTION_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax.set_title(title)
+        ax.set_xticks(range(S.D))
+        ax.set_yticks(range(S.D))
+        ax.set_xticklabels(order, fontsize=6)
+        ax.set_yticklabels(order, fontsize=6)
+        ax.grid(False)
+        for e in range(S.C, S.D, S.C):
+            ax.axhline(e - 0.5, color="white", lw=0.5, alpha=0.6)
+            ax.axvline(e - 0.5, color="white", lw=0.5, alpha=0.6)
+    fig.colorbar(im, cax=cax, label="A_ij")
+    x = step_axis(t.steps)
+    cos = cosine(t)
+    t_cos = first_step(t.steps, cos >= COS_LEVEL)
+    t_assoc = first_step(t.steps, _associated_mask(t, S.D, ASSOCIATION_EPS))
+    ax = axes[2]
+    ax.plot(x, t.test_error, color=COLORS["vermillion"], label="test error")
+    ax.plot(x, t.train_error, color=COLORS["blue"], lw=1.0, alpha=0.7, label="train error")
+    ax.set_xscale("log")
+    ax.set_ylim(0, max(0.12, float(np.nanmax(t.test_error[1:])) * 1.1 if t.steps.size > 1
+                       else 0.12))
+    ax.set_xlabel("gradient step")
+    ax.set_title(f"zero-one error (test: final {_pct(s['test_error'])})")
+    ax = axes[3]
+    ax.plot(x, cos, color=COLORS["green"], label=r"cos$(v, w^*)$")
+    ax.axhline(COS_LEVEL, color="grey", ls=":", lw=0.8, label=f"{COS_LEVEL}")
+    ax.set_xscale("log")
+    ax.set_ylim(min(0.0, float(np.min(cos))), 1.02)
+    ax.set_xlabel("gradient step")
+    ax.set_title(r"cos$(v, w^*)$")
+    for ax in axes[2:]:
+        if t_cos is not None:
+            ax.axvline(max(t_cos, 0.5), color=COLORS["green"], ls="--", lw=0.8,
+                       label=f"cos >= {COS_LEVEL} (step {t_cos})")
+        if t_assoc is not None:
+            ax.axvline(max(t_assoc, 0.5), color=COLORS["purple"], ls="--", lw=0.8,
+                       label=f"associated at eps = {ASSOCIATION_EPS:g} (step {t_assoc})")
+        ax.legend(fontsize=7, loc="center left")
+    verdict = ("" if s["associated"] is None else
+               f"; final: Def. 2.2 in {s['topc_rows']}/{S.D} rows, share min "
+               f"{s['share_min']:.2f}, {'associated' if s['associated'] else 'NOT associated'} "
+               f"at eps = {ASSOCIATION_EPS:g}")
+    fig.suptitle(f"Analogue of the paper's Fig. 4: d={cfg.d}, L={cfg.L}, C={cfg.C}, q={cfg.q:g}, "
+                 f"N={cfg.n_train}, noise {cfg.noise}, diagonal {cfg.diagonal}, eta_v="
+                 f"{cfg.eta_v:g}, eta_Q={cfg.eta_Q:g}, seed {result.seed}{verdict}",
+                 fontsize=9, y=1.03)
+    return fig
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * float(x):.2f} %"
+
+
+def save(result, folder: str | Path, name: str = "paper_fig4") -> list[Path]:
+    """Write ``name``.png/.pdf into ``folder``."""
+    return save_figure(plot(result), folder, name)
