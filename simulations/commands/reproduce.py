@@ -24,12 +24,16 @@ STEPS: tuple[tuple[str, str, str], ...] = (
     ("locality", "patchassoc.simulations.commands.locality", "square-window sets: spatial locality"),
     ("population", "patchassoc.simulations.commands.population",
      "exact population dynamics, and sampled-vs-population distance against N"),
+    ("grid", "patchassoc.simulations.commands.grid",
+     "claim 1 on the (L, C, d) grid: population GD with the diagonal fixed, map"),
+    ("seeds", "patchassoc.simulations.commands.seeds",
+     "claim 2 over 10 seeds (diagonal fixed) and the paper's Fig. 2 control"),
     ("paper_figures", "patchassoc.simulations.commands.paper_figures",
      "the paper's Figures 3 and 4: a data point on its grid; the paper's model trained"),
     ("lemmas", "patchassoc.simulations.commands.lemmas", "sympy proofs of the lemmas of SPEC section 4"),
     ("solutions", "patchassoc.simulations.commands.solutions", "certified catalogue of generalizing solutions"),
     ("transfer", "patchassoc.simulations.commands.transfer", "downstream sample complexity against baselines"),
-    ("vit", "patchassoc.simulations.commands.vit", "positional-attention ViT vs standard ViT on digits"),
+    ("vit", "patchassoc.simulations.commands.vit", "positional-attention ViT vs standard ViT on digits, with controls and the shuffled-patch experiment"),
     ("check", "patchassoc.simulations.commands.check", "the claims of SPEC section 6, from the steps above"),
 )
 
