@@ -164,8 +164,9 @@ def test_shuffle_figure_draws_the_maps_back_in_place(tmp_path):
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
-TINY = ["--epochs", "1", "--dim", "16", "--depth", "1", "--heads", "2", "--threads", "1",
-        "--jobs", "1", "--max-train", "64", "--seeds", "2"]
+TINY_MODEL = ["--epochs", "1", "--dim", "16", "--depth", "1", "--heads", "2", "--threads", "1",
+              "--jobs", "1", "--seeds", "2"]
+TINY = TINY_MODEL + ["--max-train", "64"]
 
 
 def test_json_holds_the_gap_controls_table_and_locality(tmp_path, capsys):
@@ -214,3 +215,63 @@ def test_bad_shuffle_values_are_one_line_and_status_2(tmp_path, capsys, args, me
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("patchassoc: error: ") and message in err[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_shuffled_patches_on_a_generated_cifar10_folder(tmp_path, capsys):
+    """A local CIFAR-10 folder (tiny files in the real format): 32 x 32 images, 4 x 4 patches, a
+    block shuffle of 16 pixels moves 2 x 2 groups of patches on the 8 x 8 patch grid."""
+    pytest.importorskip("torch")
+    from patchassoc.simulations.cli import main
+
+    from .test_vit_data import write_cifar10
+
+    write_cifar10(tmp_path / "data", np.random.default_rng(0), per_batch=4, n_test=6)
+    out = tmp_path / "o"
+    status = main(["vit", "--data", "cifar10", "--data-dir", str(tmp_path / "data"),
+                   "--shuffle", "16", "--shuffle", "32", "--batch-size", "10", "--quiet",
+                   "--json", "--out", str(out), *TINY_MODEL])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    s = json.loads(captured.out)
+    assert s["data"] == "cifar10" and s["grid"] == [8, 8] and s["n_train"] == 20
+    sh = s["shuffle"]
+    assert sh["blocks"] == [16, 32] and sh["no_shuffle_block"] == 32 and sh["grid"] == [8, 8]
+    res = ShuffleResult.load(out / "shuffle")
+    sigma = block_permutation((32, 32), 16, 0)
+    np.testing.assert_array_equal(res.meta["block_permutations"][0], sigma)
+    np.testing.assert_array_equal(res.token_permutation[0],
+                                  token_permutation((32, 32), 16, sigma, 4))
+    np.testing.assert_array_equal(res.token_permutation[1], np.arange(64))
+    assert res.attention.shape[:3] == (2, 2, 2) and res.attention.shape[-2:] == (64, 64)
+
+
+def test_figure_readings_follow_the_numbers():
+    from patchassoc.simulations.commands.vit import figure_readings
+
+    res = _shuffle_result()
+    # make the CNN fall by 5 points at B = 2 on every seed, and the ViTs stay put
+    acc = res.accuracy.copy()
+    acc[:, 0] = acc[:, 2]
+    acc[2, 0] = acc[2, 2] - np.array([0.05, 0.04, 0.06])
+    sh = ShuffleResult(res.meta, acc, res.token_permutation, res.pos, res.attention).summary()
+
+    def ci(mean, half, n=5):
+        return dict(mean=mean, ci_low=mean - half, ci_high=mean + half, half_width=half, n=n)
+
+    s = {"data": "digits", "seeds": [0, 1, 2, 3, 4], "content": {"accuracy": ci(0.96, 0.01)},
+         "positional": {"accuracy": ci(0.965, 0.01), "attention_distance_per_layer": [1.9, 2.0]},
+         "uniform": {"accuracy": ci(0.90, 0.01)}, "none": {"accuracy": ci(0.97, 0.01)},
+         "gap_positional": ci(0.005, 0.01), "positional_vs_uniform": ci(0.065, 0.01),
+         "positional_vs_none": ci(-0.005, 0.01), "uniform_attention_distance": 2.01,
+         "claim6": {"passed": True}, "shuffle": sh}
+    text = figure_readings(s)
+    assert set(text) == {"vit_attention", "vit_shuffle"}
+    assert "uniform attention 90.00 % [89.00, 91.00]" in text["vit_attention"]
+    assert "(positional beats it)" in text["vit_attention"]
+    assert "(positional does not beat it)" in text["vit_attention"]
+    assert "the small CNN falls (-5.0 points" in text["vit_shuffle"]
+    assert "the positional ViT does not change detectably (+0.0 points" in text["vit_shuffle"]
+    z = sh["locality"]["attention"]["2"]["z"]
+    assert f"z {z:+.1f} at B = 2 once undone" in text["vit_shuffle"]
+    del s["shuffle"]
+    assert set(figure_readings(s)) == {"vit_attention"}
