@@ -12,6 +12,7 @@ import itertools
 import numpy as np
 
 from patchassoc.theory import model
+from patchassoc.theory.invariant import chain_to_logits
 
 # -- tolerances of the population tests (named by the quantity they bound) -------------------
 #: Exact engine vs brute-force oracle, risk and error (issue 3 acceptance: <= 1e-12 relative),
@@ -39,8 +40,6 @@ POP_FD_MIN_GRAD_OVER_RISK = 1e-4
 POP_GRAD_VS_ORACLE_REL = 1e-10
 #: Brute-force risk under a structure-preserving permutation (acceptance: equal).
 INVARIANCE_REL = 1e-12
-#: a = b = c along dynamics started from kappa = 0 (acceptance: 1e-12).
-UNIFORM_ABS = 1e-12
 #: Conserved row sum a + (C-1) b + (D-C) c along the population dynamics.
 POP_ROW_SUM_REL = 1e-12
 #: Enumerated probability vs 1 - binomial tail.
@@ -89,3 +88,24 @@ def naive_population(Q, structure, q, p, nu, alpha, tie_rtol):
             wrong = np.where(tie_b, 0.5, np.where((lp > lm) != (y > 0), 1.0, 0.0))
             bayes += float(np.sum(w * wrong))
     return risk, err, bayes
+
+
+def unpatched_uniform_gradient(ev, level: float, L: int, C: int) -> np.ndarray:
+    """The engine's gradient in (a, b, c) at a = b = c = ``level`` without the special case of
+    :func:`~patchassoc.simulations.population.exact.evaluate` (which returns exactly 0 there):
+    the chain rule applied to its raw derivatives (gP, gQ, gR) = ``ev.grad_values``."""
+    return np.array(chain_to_logits(*ev.grad_values, level, level, level, L, C))
+
+
+def uniform_gradient_bound(ev, bf, structure, level: float, rel: float, tiny: float) -> np.ndarray:
+    """Rounding bound on :func:`unpatched_uniform_gradient`: the chain rule J is linear in
+    (gP, gQ, gR), whose exact values make J g = 0; their rounding is at most ``rel`` x the block
+    sums of the oracle's sums of absolute terms (``bf.grad_A_abs``, the same terms grouped
+    differently), and applying J adds ``rel`` x |J| |g|. ``tiny``: the subnormal floor."""
+    L, C, D = structure.L, structure.C, structure.D
+    B = structure.same_set().astype(bool)
+    eye = np.eye(D, dtype=bool)
+    terms = np.array([bf.grad_A_abs[m].sum() for m in (eye, B & ~eye, ~B)])
+    J = np.array([chain_to_logits(*e, level, level, level, L, C) for e in np.eye(3)]).T
+    raw = np.abs(np.array(ev.grad_values))
+    return rel * (np.abs(J) @ terms + np.abs(J) @ raw) + tiny

@@ -3,16 +3,20 @@ uniform fixed point, the shared initial point, and saving/loading."""
 import numpy as np
 import pytest
 
-from patchassoc.simulations.population import (PopulationResult, bruteforce_risk, initial_point,
-                                    population_descent, run_population)
+from patchassoc.simulations.population import (PopulationResult, bruteforce_risk, evaluate,
+                                               initial_point, population_descent,
+                                               run_population)
 from patchassoc.simulations.sampler import streams, unit_vector
 from patchassoc.simulations.train import initial_parameters
 from patchassoc.theory.config import preset
-from patchassoc.theory.invariant import (gram_to_logits, invariant_logits, project_invariant, row_sum)
+from patchassoc.theory.invariant import (entry_counts, gram_to_logits, invariant_logits,
+                                         project_invariant, row_sum)
 from patchassoc.theory.model import gram_grad
 from patchassoc.theory.structure import random_partition
 
-from tests.reference_population import POP_ROW_SUM_REL, STEP_VS_FULL_ABS, UNIFORM_ABS
+from tests.reference_population import (POP_ROW_SUM_REL, STEP_VS_FULL_ABS, TINY_ABS,
+                                        uniform_gradient_bound, unpatched_uniform_gradient)
+from tests.tolerances import GRAD_ROUNDING_REL
 
 
 @pytest.mark.parametrize("L,C", [(3, 3), (2, 4), (3, 2)])
@@ -49,14 +53,78 @@ def test_one_gram_step_equals_full_P_step():
 
 
 def test_uniform_start_stays_uniform():
-    cfg = preset("ref", kappa=0.0)
-    res = run_population(cfg, 0, steps=600, records=20)
+    """From kappa = 0 the attention is exactly uniform and ``evaluate`` returns a zero attention
+    gradient there (its documented special case), so (a, b, c) stay put while alpha learns. What
+    can fail: along the run, the engine's unpatched gradient in (a, b, c) (chain rule on its raw
+    derivatives) is rounding x the size of its terms (the oracle's sums of |terms|)."""
+    cfg = preset("ref", L=3, C=2, kappa=0.0)
+    res = run_population(cfg, 0, steps=300, records=8)
     t = res.trajectory
     assert t.status == "ok"
-    assert np.max(np.abs(t.a - t.b)) <= UNIFORM_ABS
-    assert np.max(np.abs(t.a - t.c)) <= UNIFORM_ABS
-    assert np.allclose(t.mass_mean, cfg.C / cfg.D, rtol=0, atol=1e-15)
+    S = random_partition(cfg.L, cfg.C, np.random.default_rng(0))
+    for r in range(0, t.steps.size, 2):
+        level = t.a[r]
+        ev = evaluate(cfg.L, cfg.C, cfg.q, cfg.p, cfg.nu, t.alpha[r], level, level, level)
+        bf = bruteforce_risk(invariant_logits(level, level, level, S), S, cfg.q, cfg.p, cfg.nu,
+                             t.alpha[r], grad=True)
+        raw = unpatched_uniform_gradient(ev, level, cfg.L, cfg.C)
+        assert np.all(np.abs(raw) <= uniform_gradient_bound(ev, bf, S, level,
+                                                            GRAD_ROUNDING_REL, TINY_ABS))
     assert t.alpha[-1] > 1.0  # alpha still learns
+
+
+def _linear_growth(L, C, q, p, nu, alpha, eta_Q, h=1e-4):
+    """One population step near uniform attention, linearized: x -> M x with
+    M = I - diag(eta_Q / n) H, H the Hessian of the risk in (a, b, c) at a = b = c = 0 by
+    5-point central differences of the oracle's gradient (independent of the engine)."""
+    S = random_partition(L, C, np.random.default_rng(0))
+    B = S.same_set().astype(bool)
+    eye = np.eye(S.D, dtype=bool)
+    masks = (eye, B & ~eye, ~B)
+
+    def grad(x):
+        bf = bruteforce_risk(invariant_logits(*x, S), S, q, p, nu, alpha, grad=True)
+        return np.array([bf.grad_Q[m].sum() for m in masks])
+
+    H = np.zeros((3, 3))
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = h
+        H[:, k] = (-grad(2 * e) + 8 * grad(e) - 8 * grad(-e) + grad(-2 * e)) / (12 * h)
+    n = np.array(entry_counts(L, C), dtype=float)
+    return np.eye(3) - np.diag(eta_Q / n) @ H
+
+
+def test_uniform_fixed_point_is_unstable():
+    """From a = c = 0, b = 1e-12 (alpha frozen: eta_v = 0) the attention leaves uniform at the
+    rate the linearized dynamics predict, and reaches an O(1) gap.
+
+    Derivation of the check. The oracle's Hessian gives the one-step map M (``_linear_growth``);
+    the gap b - c after k steps is predicted as (M^k x0)_b - (M^k x0)_c, and k* is the first step
+    where it reaches GAP_LINEAR = 1e-6. At k* the engine's gap must equal the prediction to
+    relative 1e-2. Error budget: second order terms ~ gap = 1e-6 relative; the engine's gradient
+    rounding (~eps x its terms ~ 1e-17 per step, amplified like the signal) against the 1e-12
+    start ~ 1e-5 relative; the Hessian's finite-difference error (h^4 truncation, ~1e-12 / h
+    rounding) ~ 1e-8 relative per step, times k* steps. So 1e-2 leaves a factor >= 100.
+    Without the perturbation, the special case keeps a = b = c exactly (the contract)."""
+    L, C, q, p, nu, alpha, eta_Q = 3, 2, 0.3, 5, 0.03, 1.5, 50.0
+    GAP_LINEAR = 1e-6
+    M = _linear_growth(L, C, q, p, nu, alpha, eta_Q)
+    x0 = np.array([0.0, 1e-12, 0.0])
+    x, k_star = x0.copy(), 0
+    while abs(x[1] - x[2]) < GAP_LINEAR:
+        x = M @ x
+        k_star += 1
+        assert k_star < 1000, "the linearized dynamics do not leave uniform"
+    run = population_descent(L, C, q, p, nu, alpha, x0, eta_v=0.0, eta_Q=eta_Q,
+                             steps=k_star + 60, at=[0, k_star, k_star + 60])
+    assert run.status == "ok"
+    gap = run.b[1] - run.c[1]
+    assert abs(gap - (x[1] - x[2])) <= 1e-2 * abs(x[1] - x[2]), (gap, x)
+    assert abs(run.b[2] - run.c[2]) > 0.1                       # an O(1) departure
+    still = population_descent(L, C, q, p, nu, alpha, (0.0, 0.0, 0.0), eta_v=0.0,
+                               eta_Q=eta_Q, steps=k_star + 60, at=[k_star + 60])
+    assert still.a[0] == still.b[0] == still.c[0]
 
 
 @pytest.mark.parametrize("param", ["logits", "gram"])
