@@ -3,8 +3,9 @@
 Runs the idealized dynamics (no projection noise, invariant attention) from the seed's initial
 point, with the sampled engine's conventions, and writes the result folder and the figures:
 attention maps rebuilt from (a, b, c), the dynamics curves and the error against the Bayes
-error. ``--convergence`` also runs sampled-data GD for growing N (sigma = 0) and draws their
-distance to the population trajectory.
+error. ``--convergence`` also runs sampled-data GD for growing N in the paper's setting (noise
+orthogonal to w*, d and sigma of the config, diagonal fixed; a sigma = 0 control beside it) and
+draws their distance to the population trajectory.
 
 Steps. The population dynamics associate patches more slowly than the sampled ones at the
 reference step sizes: at the ``ref`` preset the within-set mass crosses 0.95 at about step 2250
@@ -18,7 +19,8 @@ from pathlib import Path
 
 from patchassoc.theory.config import Config
 
-from ..population.convergence import DEFAULT_NS, QUICK_NS, run_convergence
+from ..population.convergence import (DEFAULT_NS, DEFAULT_SEEDS, QUICK_NS, QUICK_SEEDS,
+                                      QUICK_STEPS, STUDY_STEPS, run_convergence)
 from ..population.dynamics import PopulationResult, run_population
 
 NAME = "population"
@@ -35,7 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tol", type=float, default=None,
                         help="certified truncation tolerance per evaluation (default: exact)")
     parser.add_argument("--convergence", action="store_true",
-                        help="also compare with sampled-data runs for growing N (sigma = 0)")
+                        help="also compare with sampled-data runs for growing N (noise "
+                             "orthogonal to w*, diagonal fixed)")
     parser.add_argument("--quick", action="store_true",
                         help="with --convergence: fewer N, seeds and steps")
     parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
@@ -68,11 +71,14 @@ def run_dynamics(config: Config, seed: int, out: Path, progress: bool, steps: in
 
 def run_convergence_step(config: Config, seed: int, out: Path, progress: bool, quick: bool,
                          figures: bool = True) -> dict:
+    """The convergence study in the paper's setting (noise orthogonal to w*, the config's d and
+    sigma, diagonal fixed): :mod:`..population.convergence`."""
     if quick:
-        res = run_convergence(config, seed, Ns=QUICK_NS, n_seeds=2, steps=300,
-                              progress=progress)
+        res = run_convergence(config, seed, Ns=QUICK_NS, n_seeds=QUICK_SEEDS,
+                              steps=QUICK_STEPS, progress=progress)
     else:
-        res = run_convergence(config, seed, Ns=DEFAULT_NS, n_seeds=4, progress=progress)
+        res = run_convergence(config, seed, Ns=DEFAULT_NS, n_seeds=DEFAULT_SEEDS,
+                              steps=STUDY_STEPS, progress=progress)
     res.save(out)
     summary = res.summary()
     summary["out"] = str(out)
@@ -138,16 +144,20 @@ def render(s: dict) -> str:
         dists = ", ".join(f"N={n}: {d:.3g}" for n, d in zip(conv["Ns"], conv["mean_distance"]))
         lines.append(f"  sampled vs population (max distance, mean over seeds): {dists}; "
                      f"fitted slope {conv['slope']:.3f}")
+        for name, fit in conv.get("slopes", {}).items():
+            if fit.get("slope") is not None:
+                lines.append(f"    slope of {name}: {fit['slope']:.3f} "
+                             f"(95% CI {fit['ci_low']:.3f} to {fit['ci_high']:.3f})")
     return "\n".join(lines)
 
 
 def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool,
                    progress: bool) -> dict:
     """Reproduction step: the population dynamics (``DEFAULT_STEPS`` steps, into ``out_dir``)
-    and the sampled-vs-population distance against N (``out_dir/convergence``; ``quick``: four
-    N up to 2000, two seeds, 300 steps; otherwise seven N up to 16000, four seeds,
-    ``config.steps`` steps). Raises ValueError (with the cost) when the config is too large
-    for complete enumeration at every step (e.g. D = 64)."""
+    and the sampled-vs-population distance against N (``out_dir/convergence``; ``quick``:
+    ``QUICK_NS``, ``QUICK_SEEDS`` seeds, ``QUICK_STEPS`` steps; otherwise ``DEFAULT_NS`` (250
+    to 16000), ``DEFAULT_SEEDS`` seeds, ``STUDY_STEPS`` steps). Raises ValueError (with the
+    cost) when the config is too large for complete enumeration at every step (e.g. D = 64)."""
     out_dir = Path(out_dir)
     summary = run_dynamics(config, seed, out_dir, progress, DEFAULT_STEPS)
     conv = run_convergence_step(config, seed, out_dir / "convergence", progress, quick)
