@@ -142,8 +142,9 @@ def render(s: dict) -> str:
     conv = s.get("convergence")
     if conv:
         dists = ", ".join(f"N={n}: {d:.3g}" for n, d in zip(conv["Ns"], conv["mean_distance"]))
+        slope = "n/a" if conv.get("slope") is None else f"{conv['slope']:.3f}"
         lines.append(f"  sampled vs population (max distance, mean over seeds): {dists}; "
-                     f"fitted slope {conv['slope']:.3f}")
+                     f"fitted slope {slope}")
         for name, fit in conv.get("slopes", {}).items():
             if fit.get("slope") is not None:
                 lines.append(f"    slope of {name}: {fit['slope']:.3f} "
