@@ -2,8 +2,10 @@
 and the tolerances of the population tests.
 
 :func:`naive_population` enumerates every (y, l*, noise pattern) with itertools and evaluates
-the model of :mod:`patchassoc.theory.model` on all of them at once; it is what the Numba brute-force oracle
-is checked against, which in turn checks the symmetry-reduced engine.
+the model of :mod:`patchassoc.theory.model` on all of them at once; it is what the brute-force
+oracle is checked against, which in turn checks the symmetry-reduced engine.
+:func:`unpatched_uniform_gradient` and :func:`uniform_gradient_bound` check the uniform fixed
+point without the engine's special case there.
 """
 from __future__ import annotations
 

@@ -15,10 +15,11 @@ shows up as a disagreement (tests/simulations/test_population_oracle.py breaks o
 
 Sums. The per-pattern terms of the risk, the error, the probability and d risk / d alpha are
 summed pairwise (NumPy) within chunks of patterns and the chunk sums with :func:`math.fsum`;
-the D x D gradient in A uses NumPy's
-blocked matrix products (:func:`_blocked_gram`; the engine accumulates per pattern). :attr:`BruteForce.grad_A_abs` and
-:attr:`BruteForce.grad_alpha_abs` are the sums of the absolute values of the same terms: the
-scale that rounding errors are proportional to, for tolerances on gradients that can vanish.
+the D x D gradient in A is summed as matrix products over blocks of ``_BLOCK`` patterns
+(:func:`_blocked_gram`). :attr:`BruteForce.grad_A_abs` and :attr:`BruteForce.grad_alpha_abs`
+are the sums of the absolute values of the same terms: the scale that rounding errors are
+proportional to, for tolerances on gradients that can vanish. The Bayes error depends on the
+partition and q only and is cached per (partition, q).
 
 Bayes error, from the likelihoods directly,
 
@@ -183,40 +184,29 @@ def bruteforce_risk(Q: np.ndarray, structure: Structure, q: float, p: int, nu: f
     A = softmax(Q)
     Aabs = abs(alpha)
     tie = TIE_RTOL * D * (Aabs ** p + nu * Aabs)
-    N = (L - 1) * C
-    pats = _noise_patterns(N)
-    nnz = np.count_nonzero(pats, axis=1)
-    prob = (q / 2.0) ** nnz * (1.0 - q) ** (N - nnz) / (2.0 * L)
-    sets = np.asarray(structure.sets)
+    sets = np.asarray(structure.sets, dtype=np.int64)
     terms: dict[str, list] = {k: [] for k in ("risk", "error", "prob", "galpha",
                                               "galpha_abs")}
     gA = np.zeros((D, D))
     gA_abs = np.zeros((D, D))
-    for lstar in range(L):
-        noise = np.setdiff1d(np.arange(D), sets[lstar])
-        for y in (1.0, -1.0):
-            for lo in range(0, pats.shape[0], _CHUNK):
-                w = prob[lo:lo + _CHUNK]
-                s = np.zeros((w.size, D))
-                s[:, sets[lstar]] = y
-                s[:, noise] = pats[lo:lo + _CHUNK]
-                u = s @ A.T                                     # u_i = sum_j A_ij s_j
-                act, dact = activation(alpha * u, p, nu)
-                m = y * act.sum(axis=1)
-                loss, dl = logistic(m)
-                # per chunk: NumPy's pairwise sum (rounding <= ~log2(n) eps sum |terms|)
-                terms["risk"].append(np.sum(w * loss))
-                terms["error"].append(np.sum(w * np.where(m < -tie, 1.0,
-                                                          np.where(m <= tie, 0.5, 0.0))))
-                terms["prob"].append(np.sum(w))
-                if grad:
-                    G = (w * y * dl)[:, None] * dact            # d loss / d z_i, weighted
-                    Gu = G * u
-                    terms["galpha"].append(np.sum(Gu))
-                    terms["galpha_abs"].append(np.sum(np.abs(Gu)))
-                    # d risk / d A_ij = alpha sum_patterns G_i s_j, in blocks of _BLOCK
-                    gA += alpha * _blocked_gram(G, s)
-                    gA_abs += Aabs * (np.abs(G).T @ np.abs(s))
+    for y, w, s in _chunks(sets, q):
+        u = s @ A.T                                 # u_i = sum_j A_ij s_j
+        act, dact = activation(alpha * u, p, nu)
+        m = y * act.sum(axis=1)
+        loss, dl = logistic(m)
+        # per chunk: NumPy's pairwise sum (rounding <= ~log2(n) eps sum |terms|)
+        terms["risk"].append(np.sum(w * loss))
+        terms["error"].append(np.sum(w * np.where(m < -tie, 1.0,
+                                                  np.where(m <= tie, 0.5, 0.0))))
+        terms["prob"].append(np.sum(w))
+        if grad:
+            G = (w * y * dl)[:, None] * dact        # d loss / d z_i, weighted
+            Gu = G * u
+            terms["galpha"].append(np.sum(Gu))
+            terms["galpha_abs"].append(np.sum(np.abs(Gu)))
+            # d risk / d A_ij = alpha sum_patterns G_i s_j, in blocks of _BLOCK
+            gA += alpha * _blocked_gram(G, s)
+            gA_abs += Aabs * (np.abs(G).T @ np.abs(s))
     total = {k: math.fsum(v) if v else None for k, v in terms.items()}
     bayes = _bayes_error(tuple(map(tuple, sets.tolist())), q)
     out = dict(risk=total["risk"], error=total["error"], bayes_error=bayes,
@@ -246,14 +236,22 @@ def _bayes_error(sets: tuple, q: float) -> float:
     """Bayes error by the same enumeration (it depends on the partition and q only, so it is
     computed once per (partition, q))."""
     sets = np.array(sets, dtype=np.int64)
+    C = sets.shape[1]
+    pset = (q / 2.0) ** np.arange(C + 1) * (1.0 - q) ** (C - np.arange(C + 1))
+    return math.fsum(np.sum(w * _bayes_wrong(s, y, sets, pset, C))
+                     for y, w, s in _chunks(sets, q))
+
+
+def _chunks(sets: np.ndarray, q: float):
+    """Every (y, l*, noise pattern), in chunks of at most ``_CHUNK`` patterns: yields
+    (y, w, s) with w the probabilities (q/2)^n (1-q)^((L-1)C - n) / (2L) and s the (chunk, D)
+    feature coefficients (y on the signal set l*, the pattern elsewhere)."""
     L, C = sets.shape
     D = L * C
     N = (L - 1) * C
     pats = _noise_patterns(N)
     nnz = np.count_nonzero(pats, axis=1)
     prob = (q / 2.0) ** nnz * (1.0 - q) ** (N - nnz) / (2.0 * L)
-    pset = (q / 2.0) ** np.arange(C + 1) * (1.0 - q) ** (C - np.arange(C + 1))
-    parts = []
     for lstar in range(L):
         noise = np.setdiff1d(np.arange(D), sets[lstar])
         for y in (1.0, -1.0):
@@ -262,8 +260,7 @@ def _bayes_error(sets: tuple, q: float) -> float:
                 s = np.zeros((w.size, D))
                 s[:, sets[lstar]] = y
                 s[:, noise] = pats[lo:lo + _CHUNK]
-                parts.append(np.sum(w * _bayes_wrong(s, y, sets, pset, C)))
-    return math.fsum(parts)
+                yield y, w, s
 
 
 def _bayes_wrong(s: np.ndarray, y: float, sets: np.ndarray, pset: np.ndarray,
