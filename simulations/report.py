@@ -246,10 +246,11 @@ def _paper_figures_reading(s: dict) -> dict[str, str]:
         f"the step sizes are this toolkit's choice: the paper's were not recovered). cos(v, w*) "
         f"first reaches 0.99 at recorded step {p.get('t_cos', 'n/a')}; the test error is "
         f"{_pct(p.get('plateau_error'))} there and stays within a factor 1.25 of it until step "
-        f"{p.get('plateau_until', 'n/a')}; the attention is first associated (eps = 0.25) at "
-        f"step {p.get('t_assoc', 'n/a')}, and the test error ends at "
+        f"{p.get('plateau_until', 'n/a')}; Def. 2.2 first holds in every row at step "
+        f"{p.get('t_topc', 'n/a')} (associated at eps = 0.25 first at step "
+        f"{p.get('t_assoc', 'n/a')}), and the test error ends at "
         f"{_pct(p.get('final_error'))} (cos(v, w*) {_f(p.get('cos_final'))}). Cos first, "
-        f"plateau, then a drop to at most 0.75 x the plateau after association: {verdict}. "
+        f"plateau, then a drop to at most 0.75 x the plateau once Def. 2.2 holds: {verdict}. "
         f"{_association_sentence(s)} The paper reports its drop near 10^4 steps; the time scale "
         f"depends on the step sizes, which differ here.")
     if pt:

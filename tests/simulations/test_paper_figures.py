@@ -49,7 +49,7 @@ def test_picture_reads_cos_plateau_and_drop():
               [0.5, 0.1, 0.07, 0.068, 0.072, 0.03, 0.02],
               [0, 0, 0, 0, 0, 10, 10], [0.1, 0.1, 0.1, 0.1, 0.2, 0.8, 0.9])
     p = picture(r)
-    assert p["t_cos"] == 10 and p["t_assoc"] == 300
+    assert p["t_cos"] == 10 and p["t_topc"] == 300 and p["t_assoc"] == 300
     assert p["plateau_error"] == 0.07 and p["plateau_until"] == 100
     assert p["shows_picture"] is True
     # no drop after association: not the picture
@@ -57,6 +57,13 @@ def test_picture_reads_cos_plateau_and_drop():
                [0.5, 0.1, 0.07, 0.068, 0.072, 0.07, 0.069],
                [0, 0, 0, 0, 0, 10, 10], [0.1, 0.1, 0.1, 0.1, 0.2, 0.8, 0.9])
     assert picture(r2)["shows_picture"] is False
+    # Def. 2.2 holds (share 0.7, below the eps = 0.25 level): the picture still reads on the
+    # paper's definition, and t_assoc is reported separately (never reached here)
+    r4 = _fake(steps, [0.1, 0.5, 0.995, 0.999, 0.999, 0.99, 0.98],
+               [0.5, 0.1, 0.07, 0.068, 0.072, 0.03, 0.02],
+               [0, 0, 0, 0, 0, 10, 10], [0.1, 0.1, 0.1, 0.1, 0.2, 0.7, 0.7])
+    p4 = picture(r4)
+    assert p4["t_topc"] == 300 and p4["t_assoc"] is None and p4["shows_picture"] is True
     # attention associated before cos reaches 0.99: not the paper's order
     r3 = _fake(steps, [0.1, 0.5, 0.9, 0.95, 0.999, 0.99, 0.98],
                [0.5, 0.1, 0.07, 0.068, 0.072, 0.03, 0.02],
