@@ -35,7 +35,8 @@ def plot_maps(result, count: int = 5):
     cfg = result.config
     return attention_maps.plot(A, [t.steps[i] for i in idx], result.structure,
                                title=f"Exact population dynamics: A rebuilt from (a, b, c) "
-                                     f"(L={cfg.L}, C={cfg.C}, {t.param})")
+                                     f"(L={cfg.L}, C={cfg.C}, {t.param}, diagonal "
+                                     f"{cfg.diagonal})")
 
 
 def shade_phases(ax, ph: dict, label: bool = False) -> None:
