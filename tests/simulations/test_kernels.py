@@ -1,4 +1,10 @@
 """Numba kernels against the plain-NumPy definition and against finite differences."""
+import json
+import os
+import subprocess
+import sys
+
+import numba
 import numpy as np
 import pytest
 from hypothesis import given
@@ -168,3 +174,91 @@ def test_data_checked_requires_prepared_arrays():
     bad[0, 0, 0] = np.inf
     with pytest.raises(ValueError, match="non-finite"):
         kernels.check_data(bad, data.y)
+
+
+# -- the vectorized lane path (rows of length d >= kernels.LANES) ---------------------------------
+#: Row lengths around the lane width: one block, one block plus a tail, several blocks with and
+#: without a tail. Rows shorter than LANES take the scalar path the tests above exercise.
+LANE_DS = (kernels.LANES, kernels.LANES + 1, 2 * kernels.LANES + 5, 3 * kernels.LANES)
+
+
+@given(seed=st.integers(0, 2**32 - 1), d=st.sampled_from(LANE_DS), p=st.sampled_from([3, 5]),
+       nu=st.floats(0, 1))
+def test_lane_path_matches_numpy(seed, d, p, nu):
+    data, v, Q, _ = _problem(seed, L=2, C=2, d=d, n=9, sigma=1 / np.sqrt(d), scale=2.0)
+    A = model.softmax_rows(Q)
+    ref = model.loss_and_grad(data.X, data.y, v, A, p, nu)
+    out = kernels.loss_and_grad(data.X, data.y, v, A, p, nu)
+    assert out["loss"] == pytest.approx(ref["loss"], rel=KERNEL_VS_NUMPY_REL, abs=1e-300)
+    sc = scales(data.X, data.y, v, A, p, nu)
+    for key in ("grad_v", "grad_A", "grad_Q"):
+        assert within(out[key] - ref[key], getattr(sc, key), KERNEL_VS_NUMPY_REL)
+    m = kernels.margins(data.X, data.y, v, A, p, nu)
+    assert within(m - data.y * model.forward(data.X, v, A, p, nu)[2], sc.margin,
+                  KERNEL_VS_NUMPY_REL)
+
+
+def test_lane_path_catches_a_wrong_row_entry():
+    """Negative control: the comparison above can fail. Changing one entry of X in the tail of
+    a row (past the last full block of lanes) moves the kernel's gradient far beyond the
+    tolerance, so the tail is not silently dropped."""
+    d = 2 * kernels.LANES + 5
+    data, v, Q, _ = _problem(3, L=2, C=2, d=d, n=9, sigma=1 / np.sqrt(d), scale=2.0)
+    A = model.softmax_rows(Q)
+    ref = model.loss_and_grad(data.X, data.y, v, A, 5, 0.03)
+    X = data.X.copy()
+    X[0, 1, d - 1] += 0.5
+    out = kernels.loss_and_grad(X, data.y, v, A, 5, 0.03)
+    sc = scales(data.X, data.y, v, A, 5, 0.03)
+    assert not within(out["grad_v"] - ref["grad_v"], sc.grad_v, KERNEL_VS_NUMPY_REL)
+
+
+def test_parallel_driver_is_bit_identical_whatever_the_thread_count():
+    data, v, Q, _ = _problem(7, L=2, C=3, d=kernels.LANES + 7, n=203)
+    A = kernels.softmax_rows(Q)
+    args = (data.X, data.y, v, A, 5, 0.03)
+    serial = kernels._loss_grad_serial(*args)
+    before = numba.get_num_threads()
+    try:
+        for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            numba.set_num_threads(threads)
+            par = kernels._loss_grad_parallel(*args)
+            assert par[0] == serial[0] and par[1] == serial[1]
+            assert np.array_equal(par[2], serial[2]) and np.array_equal(par[3], serial[3])
+            assert np.array_equal(kernels._margins_parallel(*args), kernels._margins_serial(*args))
+    finally:
+        numba.set_num_threads(before)
+
+
+_PLAIN_PYTHON = """
+import json, numpy as np
+from numba import config
+from patchassoc.simulations import kernels
+rng = np.random.default_rng(11)
+X = rng.standard_normal((6, 3, kernels.LANES + 9)) / 8
+y = np.where(rng.random(6) < 0.5, -1.0, 1.0)
+v = rng.standard_normal(X.shape[2])
+A = kernels.softmax_rows(rng.standard_normal((3, 3)))
+out = kernels.loss_and_grad(X, y, v, A, 5, 0.03)
+print(json.dumps({"jit_disabled": bool(config.DISABLE_JIT), "loss": out["loss"].hex(),
+                  "grad_v": [g.hex() for g in out["grad_v"]],
+                  "grad_A": [g.hex() for g in out["grad_A"].ravel()],
+                  "margins": [m.hex() for m in kernels.margins(X, y, v, A, 5, 0.03)]}))
+"""
+
+
+def _run_plain(disable_jit: bool) -> dict:
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1" if disable_jit else "0")
+    proc = subprocess.run([sys.executable, "-c", _PLAIN_PYTHON], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_compiled_kernel_sums_in_the_order_its_source_states():
+    """The vectorized machine code gives the same bits as the kernel's source run as plain
+    Python (NUMBA_DISABLE_JIT=1): vectorization reordered no sum, used no fused multiply-add, and
+    the lane order documented in ``_dot`` is the one computed, on any machine."""
+    plain, compiled = _run_plain(True), _run_plain(False)
+    assert plain.pop("jit_disabled") and not compiled.pop("jit_disabled")
+    assert plain == compiled
