@@ -137,16 +137,21 @@ def render(s: dict) -> str:
              f"N={cfg['n_train']}, {s['steps']} steps ({s['seconds']:.1f} s); results in "
              f"{s['out']}",
              association_line(s),
-             f"  cos(v, w*) >= 0.99 from step {p['t_cos']} (final {_f(p['cos_final'])}); test "
-             f"error {_f(p['plateau_error'])} at that step, within x{PLATEAU_BAND} of it until "
-             f"step {p['plateau_until']}; Def. 2.2 in every row from step {p['t_topc']}, "
-             f"associated at eps = 0.25 from step {p['t_assoc']}; final test error "
+             f"  cos(v, w*) >= 0.99 from step {_step(p['t_cos'])} (final "
+             f"{_f(p['cos_final'])}); test error {_f(p['plateau_error'])} at that step, within "
+             f"x{PLATEAU_BAND} of it until step {_step(p['plateau_until'])}; Def. 2.2 in every "
+             f"row from step {_step(p['t_topc'])}, associated at eps = 0.25 from step "
+             f"{_step(p['t_assoc'])}; final test error "
              f"{_f(p['final_error'])}",
              f"  the paper's picture (cos first, plateau, drop once Def. 2.2 holds): "
              f"{'shown' if p['shows_picture'] else 'NOT shown'}",
              f"  paper's Fig. 3 analogue: one data point (y = {s['fig3']['y']:+d}, signal set "
              f"{s['fig3']['lstar']}) on the 6 x 6 grid"]
     return "\n".join(lines)
+
+
+def _step(x) -> str:
+    return "never" if x is None else str(x)
 
 
 def _f(x) -> str:
