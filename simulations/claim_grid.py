@@ -134,7 +134,7 @@ def run_cell(task: GridTask, cell: GridCell) -> dict:
     from .population.dynamics import initial_point, population_descent
     from .population.exact import bayes_error
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     cfg = cell_config(task, cell)
     L, C, D = cfg.L, cfg.C, cfg.D
     bayes = bayes_error(L, C, cfg.q)
@@ -166,7 +166,8 @@ def run_cell(task: GridTask, cell: GridCell) -> dict:
             "status": status, "bayes_error": bayes,
             "error_over_bayes": (rec.get("error", math.nan) / bayes if bayes > 0 else None),
             "associated_eps01": bool(rec.get("topc") and rec.get("share", 0.0) >= SHARE_LEVEL),
-            **rec, "seconds": seconds, "fingerprint": task.fingerprint()}
+            **rec, "seconds": seconds, "cpu_seconds": time.process_time() - c0,
+            "fingerprint": task.fingerprint()}
 
 
 def _cell_path(folder: Path, cell: GridCell) -> Path:
@@ -268,4 +269,5 @@ def grid_summary(records: Sequence[dict], reference: tuple = REFERENCE,
             "max_steps": MAX_STEPS, "pass_fraction": PASS_FRACTION,
             "passed": passed, "preview": bool(quick),
             "cell_seconds": float(sum(r.get("seconds", 0.0) for r in records)),
+            "cell_cpu_seconds": float(sum(r.get("cpu_seconds", 0.0) for r in records)),
             "median_steps": float(np.median([r["steps"] for r in records])) if records else None}

@@ -130,7 +130,7 @@ def run_seed(task: SeedTask, cell: SeedCell) -> dict:
     from .population.exact import bayes_error
     from .train import train
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     cfg = task.config
     result = train(cfg, cell.seed)
     result.save(Path(task.folder) / cell.key)
@@ -152,7 +152,8 @@ def run_seed(task: SeedTask, cell: SeedCell) -> dict:
             "invariance": invariance_z(Q_T - Q_0, S, seed=cell.seed),
             "alpha": float(t.alpha[-1]) if t.steps.size else None,
             "v_perp_norm": float(t.v_perp_norm[-1]) if t.steps.size else None,
-            "seconds": time.perf_counter() - t0, "fingerprint": task.fingerprint()}
+            "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+            "fingerprint": task.fingerprint()}
 
 
 def _load(folder: Path, cell: SeedCell, fingerprint: str) -> dict | None:
@@ -239,4 +240,5 @@ def seeds_summary(records: Sequence[dict], quick: bool = False) -> dict:
             "error_threshold": records[0]["error_threshold"] if records else None,
             "invariance_z": zs, "invariance_z_min": min(zs) if zs else None,
             "invariance_fraction": fr,
-            "seconds": float(sum(r.get("seconds", 0.0) for r in records))}
+            "seconds": float(sum(r.get("seconds", 0.0) for r in records)),
+            "cpu_seconds": float(sum(r.get("cpu_seconds", 0.0) for r in records))}

@@ -92,7 +92,8 @@ def render(s: dict) -> str:
     frac = s.get("regime_fraction")
     lines = [f"claim 1 grid: {s['n_points']} points (d in {s['ds']}, D <= {s['max_D']}), "
              f"{s['n_passed']} pass; computed {s['computed']}, reused {s['reused']}, "
-             f"{s['wall_seconds']:.1f} s wall, {s['cell_seconds']:.1f} s in cells",
+             f"{s['wall_seconds']:.1f} s wall, {s['cell_seconds']:.1f} s in cells "
+             f"({s.get('cell_cpu_seconds', float('nan')):.1f} s CPU)",
              f"regime q <= 0.5, L >= 3: {s['n_regime_passed']}/{s['n_regime']} pass"
              + (f" ({100 * frac:.1f} %, needs >= 90 %)" if frac is not None else ""),
              f"reference (L, C, d) = {tuple(s['reference_key'])}: "
