@@ -2,7 +2,8 @@
 
 Left: the ratio N_eps(best baseline) / N_eps(pretrained) against the target eps (log y), with its
 hierarchical-bootstrap 95 % band; a filled marker is a measured ratio, an upward triangle a lower
-bound (every baseline censored at N_max, or the pretrained curve at the grid start); grey dots
+bound (every baseline censored at N_max, or the pretrained curve at the grid start), a cross a
+ratio of 0 (the pretrained curve never reaches eps; drawn at the bottom of the axis); grey dots
 are the ratios of the single upstream seeds (their spread is the upstream variance); dashed
 lines are the declared thresholds (ratio >= 4, CI lower end > 2). Right: mean downstream test
 error against N (log x) for every method, with its bootstrap band, and the declared eps range
@@ -64,7 +65,13 @@ def plot_ratio(summary: dict, ax):
     ax.fill_between(eps, show(lo), show(hi), color=blue, alpha=0.2, lw=0,
                     label="hierarchical bootstrap 95% CI")
     ax.plot(eps, show(ratio), color=blue, lw=1.6)
-    ax.plot(eps[~bound], show(ratio[~bound]), "o", color=blue, ms=5, label="ratio")
+    zero = ratio == 0.0
+    measured = ~bound & ~zero
+    ax.plot(eps[measured], show(ratio[measured]), "o", color=blue, ms=5, label="ratio")
+    if zero.any():
+        ax.plot(eps[zero], show(ratio[zero]), "X", color=COLORS["vermillion"], ms=8,
+                label=r"ratio 0: the pretrained curve never reaches $\varepsilon$")
+    bound &= ~zero
     if bound.any():
         ax.plot(eps[bound], show(ratio[bound]), "^", color=blue, ms=7, mfc="white",
                 label=r"lower bound (baselines censored at $N_{max}$)")

@@ -234,7 +234,7 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
                                                                 small_calibration):
     out = tmp_path / "transfer"
     args = ["transfer", "--preset", "tiny", "--set", "steps=60", "--quick", "--seeds", "2",
-            "--jobs", "1", "--out", str(out), "--json"]
+            "--upstream-seeds", "2", "--jobs", "1", "--out", str(out), "--json"]
     assert main(args) == 0
     printed = capsys.readouterr().out
     summary = json.loads(printed)                      # exactly one JSON object on stdout
@@ -245,15 +245,15 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
     for row in summary["by_eps"]:
         assert set(row) >= {"n_eps", "ratio", "ratio_ci", "best_baseline", "censored",
                             "per_upstream_ratio"}
-        assert len(row["per_upstream_ratio"]) == P.QUICK["upstream_seeds"]
-    assert summary["n_upstream"] == P.QUICK["upstream_seeds"] and summary["n_downstream"] == 2
+        assert len(row["per_upstream_ratio"]) == 2
+    assert summary["n_upstream"] == 2 and summary["n_downstream"] == 2
     assert summary["declared"] == json.loads(json.dumps(P.declared()))
     assert summary["setting"]["n_test"] == P.N_TEST
     assert summary["setting"]["calibration"]["target"] == P.FLOOR_TARGET
     assert summary["upstream"]["config"]["diagonal"] == P.UPSTREAM_DIAGONAL
     assert summary["claim5"]["status"] == "not run"     # a preview is never a verdict
     assert "--quick" in summary["preview_reasons"]
-    n_cells = len(METHODS) * len(summary["N"]) * 2 * P.QUICK["upstream_seeds"]
+    n_cells = len(METHODS) * len(summary["N"]) * 2 * 2
     assert summary["timing"]["cells_computed"] == n_cells
     assert len(list((out / "cells").glob("*.json"))) == n_cells
     assert all((out / name).exists() for name in ("transfer.json", "transfer.png",
@@ -265,7 +265,7 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
     assert again["timing"]["cells_computed"] == 0 and again["timing"]["cells_reused"] == n_cells
     assert again["setting"]["calibration"]["source"] == str(out / "calibration.json")
     assert [r["source"] for r in again["upstream"]["runs"]] == \
-        [str(out / "pretrained" / f"u{u}") for u in range(P.QUICK["upstream_seeds"])]
+        [str(out / "pretrained" / f"u{u}") for u in range(2)]
     for key in ("methods", "by_eps"):
         assert again[key] == summary[key]
 
@@ -280,6 +280,7 @@ def test_reproduce_step_reuses_the_train_step_and_lists_its_figures(tmp_path, mo
 
     monkeypatch.setitem(P.QUICK, "Ns", (1, 4))
     monkeypatch.setitem(P.QUICK, "downstream_seeds", 2)
+    monkeypatch.setitem(P.QUICK, "upstream_seeds", 2)
     config = preset("tiny", steps=40)
     # the reproduction's train step: the same run (claim 2's diagonal), other test images
     train(command.upstream_config(config).replace(n_test=700), seed=3).save(tmp_path / "train")
