@@ -96,11 +96,10 @@ def run(ctx) -> dict:
                   step_cfg.noise == "orthogonal")
     A = kernels.softmax_rows(theta0 if step_cfg.param == "logits" else theta0 @ theta0.T)
     X, y = kernels.check_data(data.X, data.y)  # once, as gradient descent does
-    kernels.loss_and_grad(X, y, v0, A, step_cfg.p, step_cfg.nu, data_checked=True)  # compile
-    t_step, _ = _best(lambda: kernels.loss_and_grad(X, y, v0, A, step_cfg.p, step_cfg.nu,
-                                                    data_checked=True), repeats)
-    sampled = {"N": step_cfg.n_train, "D": step_cfg.D, "d": step_cfg.d, "seconds": t_step,
-               "size": note}
+    # the step next to one read of X (X @ v) in this run, and the PyTorch peer step
+    from ..step_bench import sampled_step_vs_read
+    sampled = {"N": step_cfg.n_train, "D": step_cfg.D, "d": step_cfg.d, "size": note,
+               **sampled_step_vs_read(X, y, v0, A, step_cfg.p, step_cfg.nu, repeats)}
     import numba
     return {"exact_vs_D": rows, "bruteforce": brute,
             "sampled_step": sampled,
@@ -119,7 +118,7 @@ def render(s: dict) -> str:
                  f"{1e3 * b['bruteforce_seconds']:.2f} ms for {b['patterns']:,} patterns vs exact "
                  f"{1e3 * b['exact_seconds']:.3f} ms: speedup {b['speedup']:.0f}x")
     t = s["sampled_step"]
-    lines.append(f"sampled-data gradient step at N={t['N']}, D={t['D']}, d={t['d']}: "
-                 f"{1e3 * t['seconds']:.1f} ms")
+    from ..step_bench import describe
+    lines.append(describe(t))
     lines.append(f"(best of {s['repeats']}, {s['threads']} Numba threads)")
     return "\n".join(lines)

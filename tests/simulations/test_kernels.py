@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from patchassoc.simulations import kernels
+from patchassoc.simulations import kernels, step_bench
 from patchassoc.simulations.sampler import sample, streams, unit_vector
 from patchassoc.theory import model
 from patchassoc.theory.structure import random_partition
@@ -262,3 +262,38 @@ def test_compiled_kernel_sums_in_the_order_its_source_states():
     plain, compiled = _run_plain(True), _run_plain(False)
     assert plain.pop("jit_disabled") and not compiled.pop("jit_disabled")
     assert plain == compiled
+
+
+def _step_problem():
+    data, v, Q, _ = _problem(2, L=2, C=2, d=kernels.LANES + 3, n=50)
+    X, y = kernels.check_data(data.X, data.y)
+    return X, y, v, kernels.softmax_rows(Q)
+
+
+def test_step_bench_reports_the_step_next_to_one_read():
+    """Bookkeeping of ``patchassoc bench``'s sampled step (timings are not asserted)."""
+    X, y, v, A = _step_problem()
+    r = step_bench.sampled_step_vs_read(X, y, v, A, 5, 0.03, repeats=1, torch=False)
+    assert r["repeats"] == step_bench.MIN_REPEATS and r["torch"] is None
+    assert r["driver"] == "serial"  # 50 x 4 x 67 entries: below PARALLEL_MIN_ENTRIES
+    for key in ("seconds", "serial_seconds", "read_seconds"):
+        assert 0 < r[key] < 60
+    assert r["ratio"] == r["seconds"] / r["read_seconds"]
+    assert r["serial_ratio"] == r["serial_seconds"] / r["read_seconds"]
+    assert "ratio" in step_bench.describe(dict(r, N=50, D=4, d=X.shape[2]))
+
+
+def test_torch_peer_step_computes_the_same_gradient():
+    """The PyTorch step the bench compares against computes the same grad_v (so the comparison
+    is between two computations of one quantity); its speed-up is normalised by its own read."""
+    pytest.importorskip("torch")
+    X, y, v, A = _step_problem()
+    grad_v = kernels.loss_and_grad(X, y, v, A, 5, 0.03)["grad_v"]
+    t, grad_torch = step_bench._torch_step(X, y, v, A, 5, 0.03, 2, grad_v)
+    assert "error" not in t, t
+    # the same sums in another order (softmax of log A gives A to rounding): tests/scales.py
+    assert within(grad_torch - grad_v, scales(X, y, v, A, 5, 0.03).grad_v, KERNEL_VS_NUMPY_REL)
+    assert t["grad_v_rel_diff"] == np.linalg.norm(grad_torch - grad_v) / np.linalg.norm(grad_v)
+    assert t["ratio_to_read"] == t["seconds"] / t["read_seconds"]
+    t, _ = step_bench._torch_step(X, y, v, A, 5, 0.03, 2, -grad_v)  # a wrong gradient shows
+    assert t["grad_v_rel_diff"] > 1
