@@ -125,7 +125,9 @@ def _solutions(shifted_err=0.0014, gd_topc=True, control_ok=True):
               "error_over_bayes": 1.2, "full": {"error": 0.002, "error_low": 0.0019,
                                                 "error_high": 0.0021}}]
     controls = [{"name": "identity", "ok": control_ok, "associated": not control_ok,
-                 "topc_rows": 0, "D": 16, "share_min": 0.2}]
+                 "topc_rows": 0, "D": 16, "share_min": 0.2, "expected": "fail"},
+                {"name": "block-uniform", "ok": True, "associated": True, "topc_rows": 16,
+                 "D": 16, "share_min": 1.0, "expected": "pass"}]
     return {"rows": rows, "label": "ref", "bayes_error": 0.00135, "problem": {"D": 16},
             "controls": controls}
 
@@ -134,6 +136,7 @@ def test_claim3():
     ok = cl.claim3(_solutions())
     assert ok["passed"] and ok["values"]["disjoint_generalizing"] == ["shifted"]
     assert "same f" in ok["detail"]
+    assert [c["name"] for c in ok["values"]["controls"]] == ["identity"]  # not the reference
     assert not cl.claim3(_solutions(shifted_err=0.00135 * 1.31))["passed"]
     assert not cl.claim3(_solutions(gd_topc=False))["passed"]
     assert not cl.claim3(_solutions(control_ok=False))["passed"]
