@@ -167,9 +167,9 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
 
     def evaluate_at(alpha_, th):
         if param == "logits":
-            return evaluate(L, C, q, p, nu, alpha_, *th, tol=tol,
+            return evaluate(L, C, q, p, nu, alpha_, *th, tol=tol, prune=True,
                             max_configurations=max_configurations)
-        return evaluate_gram(L, C, q, p, nu, alpha_, *th, tol=tol,
+        return evaluate_gram(L, C, q, p, nu, alpha_, *th, tol=tol, prune=True,
                              max_configurations=max_configurations)
 
     try:
