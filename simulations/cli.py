@@ -48,6 +48,7 @@ COMMANDS: tuple[str, ...] = (
     "patchassoc.simulations.commands.association",
     "patchassoc.simulations.commands.grid",
     "patchassoc.simulations.commands.seeds",
+    "patchassoc.simulations.commands.paper_figures",
 )
 
 DEFAULT_OUT = Path("patchassoc-out")
