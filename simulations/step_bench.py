@@ -101,7 +101,7 @@ def _torch_step(X, y, v, A, p, nu, repeats, grad_v) -> tuple[dict | None, np.nda
 
 
 def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEATS, *,
-                         torch: bool = True) -> dict:
+                         torch: bool = True, float32: bool = True) -> dict:
     """Time one step of :func:`kernels.loss_and_grad` against one read of X (``X @ v``).
 
     Parameters
@@ -114,6 +114,9 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         Interleaved repetitions (at least :data:`MIN_REPEATS`); the minimum of each is kept.
     torch : bool
         Also time the PyTorch-CPU autograd peer step in a separate process, if importable.
+    float32 : bool
+        Also time the step on X stored in float32 (``check_data(..., dtype=np.float32)``),
+        interleaved with the others, and a read of that X.
 
     Returns
     -------
@@ -123,7 +126,9 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         (``X @ v``), ``ratio`` = seconds / read_seconds, ``serial_ratio``, ``threads``,
         ``driver``, ``load_average`` (before, after) and ``torch`` (None if not importable):
         its ``seconds``, ``read_seconds``, ``ratio_to_read``, the ``speedup`` of this step over
-        it, normalised by each process's own read, and ``grad_v_rel_diff`` against the kernel.
+        it, normalised by each process's own read, and ``grad_v_rel_diff`` against the kernel;
+        ``float32`` (None unless asked): ``seconds``, ``read_seconds`` (of the float32 X),
+        ``ratio`` to the float64 read and ``ratio_to_own_read``.
     """
     import numba
 
@@ -135,6 +140,11 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         "serial": lambda: kernels._loss_grad_serial(X, y, v, A, p, nu),
         "read": lambda: X @ v,
     }
+    if float32:
+        X32, _ = kernels.check_data(X, y, dtype=np.float32)
+        v32 = v.astype(np.float32)
+        fns["step32"] = lambda: kernels.loss_and_grad(X32, y, v, A, p, nu, data_checked=True)
+        fns["read32"] = lambda: X32 @ v32
     out = fns["step"]()  # compile / warm up
     for fn in fns.values():
         fn()
@@ -149,7 +159,11 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
            "read_seconds": best["read"], "ratio": best["step"] / best["read"],
            "serial_ratio": best["serial"] / best["read"], "repeats": repeats,
            "driver": "parallel" if parallel else "serial", "threads": numba.get_num_threads(),
-           "load_average": [load_before, _load()], "torch": None}
+           "load_average": [load_before, _load()], "torch": None, "float32": None}
+    if float32:
+        res["float32"] = {"seconds": best["step32"], "read_seconds": best["read32"],
+                          "ratio": best["step32"] / best["read"],
+                          "ratio_to_own_read": best["step32"] / best["read32"]}
     if torch:
         t, _ = _torch_step(X, y, v, A, p, nu, repeats, out["grad_v"])
         if t is not None and "seconds" in t:
@@ -165,6 +179,11 @@ def describe(t: dict) -> str:
              f"one read of X (X @ v) {1e3 * t['read_seconds']:.1f} ms: ratio {t['ratio']:.2f} "
              f"(one thread: {1e3 * t['serial_seconds']:.1f} ms, ratio {t['serial_ratio']:.2f}); "
              f"load average {t['load_average'][0]}"]
+    f32 = t.get("float32")
+    if f32:
+        lines.append(f"  with X stored in float32: {1e3 * f32['seconds']:.1f} ms, ratio "
+                     f"{f32['ratio']:.2f} to the float64 read ({f32['ratio_to_own_read']:.2f} to a "
+                     f"read of the float32 X)")
     tt = t.get("torch")
     if tt is None:
         lines.append("  PyTorch peer step: torch not importable")

@@ -64,3 +64,12 @@ def scales(X, y, v, A, p: int, nu: float) -> Scales:
 def within(diff, scale, rel: float) -> bool:
     """Every |diff| <= rel * scale, entrywise (scale broadcast against diff)."""
     return bool(np.all(np.abs(np.asarray(diff)) <= rel * np.asarray(scale)))
+
+
+#: X stored in float32 (``kernels.check_data(..., dtype=np.float32)``): each entry is rounded
+#: once, X_njk (1 + delta), |delta| <= 2^-24, and the kernel then computes exactly in float64.
+#: To first order that moves u by <= 2^-24 u_abs, z by <= 2^-24 z_abs, f by <= 2^-24 f_abs and G
+#: by <= 2^-24 (G_abs - |G|), so every gradient and margin by <= 2^-24 times its scale above
+#: (the same propagation the scales model for rounding). The factor 2 covers the second-order
+#: terms (relative 2^-48); the float64 rounding of the two computations is added separately.
+FLOAT32_DATA_REL = 2 * 2.0**-24

@@ -15,7 +15,7 @@ from patchassoc.simulations.sampler import sample, streams, unit_vector
 from patchassoc.theory import model
 from patchassoc.theory.structure import random_partition
 
-from tests.scales import scales, within
+from tests.scales import FLOAT32_DATA_REL, scales, within
 from tests.tolerances import FD_STEP, GRAD_FD_REL, KERNEL_VS_NUMPY_REL, SOFTMAX_ROW_SUM_ABS
 
 
@@ -169,7 +169,7 @@ def test_data_checked_requires_prepared_arrays():
     b = kernels.loss_and_grad(data.X, data.y, v, A, 5, 0.03)
     assert a["loss"] == b["loss"] and np.array_equal(a["grad_v"], b["grad_v"])
     with pytest.raises(ValueError, match="check_data"):
-        kernels.loss_and_grad(data.X.astype(np.float32), y, v, A, 5, 0.03, data_checked=True)
+        kernels.loss_and_grad(data.X.astype(np.float16), y, v, A, 5, 0.03, data_checked=True)
     bad = data.X.copy()
     bad[0, 0, 0] = np.inf
     with pytest.raises(ValueError, match="non-finite"):
@@ -275,6 +275,9 @@ def test_step_bench_reports_the_step_next_to_one_read():
     X, y, v, A = _step_problem()
     r = step_bench.sampled_step_vs_read(X, y, v, A, 5, 0.03, repeats=1, torch=False)
     assert r["repeats"] == step_bench.MIN_REPEATS and r["torch"] is None
+    f32 = r["float32"]
+    assert f32["ratio"] == f32["seconds"] / r["read_seconds"]
+    assert f32["ratio_to_own_read"] == f32["seconds"] / f32["read_seconds"]
     assert r["driver"] == "serial"  # 50 x 4 x 67 entries: below PARALLEL_MIN_ENTRIES
     for key in ("seconds", "serial_seconds", "read_seconds"):
         assert 0 < r[key] < 60
@@ -297,3 +300,49 @@ def test_torch_peer_step_computes_the_same_gradient():
     assert t["ratio_to_read"] == t["seconds"] / t["read_seconds"]
     t, _ = step_bench._torch_step(X, y, v, A, 5, 0.03, 2, -grad_v)  # a wrong gradient shows
     assert t["grad_v_rel_diff"] > 1
+
+
+# -- X stored in float32 -----------------------------------------------------------------------
+def test_float32_data_is_the_float64_kernel_on_the_rounded_data():
+    """float32 storage changes only the data: every product and sum is float64, so the result
+    is bit for bit the float64 kernel's on X rounded to float32 (serial, threaded, margins)."""
+    data, v, Q, _ = _problem(4, L=2, C=3, d=kernels.LANES + 3, n=61)
+    A = kernels.softmax_rows(Q)
+    X32, y = kernels.check_data(data.X, data.y, dtype=np.float32)
+    assert X32.dtype == np.float32 and X32.flags.c_contiguous
+    X64 = X32.astype(np.float64)
+    args32, args64 = (X32, y, v, A, 5, 0.03), (X64, y, v, A, 5, 0.03)
+    for driver in (kernels._loss_grad_serial, kernels._loss_grad_parallel):
+        a, b = driver(*args32), driver(*args64)
+        assert a[0] == b[0] and a[1] == b[1]
+        assert np.array_equal(a[2], b[2]) and np.array_equal(a[3], b[3])
+    assert np.array_equal(kernels.margins(*args32, data_checked=True),
+                          kernels.margins(*args64))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_float32_data_gradients_against_float64(seed):
+    """Against the float64 data, the float32 step differs only by the rounding of X, bounded by
+    FLOAT32_DATA_REL times the scales (tests/scales.py). That difference is real: it exceeds
+    the float64 rounding bound, so the float64 comparison would fail on float32 data."""
+    d = 2 * kernels.LANES + 5
+    data, v, Q, _ = _problem(seed, L=2, C=2, d=d, n=40, sigma=1 / np.sqrt(d), scale=2.0)
+    A = kernels.softmax_rows(Q)
+    X32, y = kernels.check_data(data.X, data.y, dtype=np.float32)
+    out32 = kernels.loss_and_grad(X32, y, v, A, 5, 0.03, data_checked=True)
+    out64 = kernels.loss_and_grad(data.X, data.y, v, A, 5, 0.03)
+    sc = scales(data.X, data.y, v, A, 5, 0.03)
+    rel = FLOAT32_DATA_REL + 2 * KERNEL_VS_NUMPY_REL
+    for key in ("grad_v", "grad_A", "grad_Q"):
+        assert within(out32[key] - out64[key], getattr(sc, key), rel)
+    assert not within(out32["grad_v"] - out64["grad_v"], sc.grad_v, 2 * KERNEL_VS_NUMPY_REL)
+    m32 = kernels.margins(X32, y, v, A, 5, 0.03, data_checked=True)
+    assert within(m32 - kernels.margins(data.X, data.y, v, A, 5, 0.03), sc.margin, rel)
+
+
+def test_check_data_dtype_is_validated():
+    data, _, _, _ = _problem(0)
+    with pytest.raises(ValueError, match="dtype"):
+        kernels.check_data(data.X, data.y, dtype=np.float16)
+    with pytest.raises(ValueError, match="overflow"):
+        kernels.check_data(np.full((2, 1, 1), 1e300), np.ones(2), dtype=np.float32)
