@@ -6,6 +6,11 @@ Reports (best of a few repeats, wall clock, after warm-up):
   (L, C) = (4, 4), (4, 6), (4, 8), (6, 8), (8, 8): complete enumeration up to D = 48, certified
   truncation with tolerance 1e-10 at D = 64; q = ln(d)/D (reference scaling, d from the config);
   at the point ``POINT`` (a trained-like attention, within-set mass ~0.95 at D = 16);
+- the exact engine at the paper's size (L = C = 8, q = ln(4096)/64) with certified tolerances
+  1e-6, 1e-8 and 1e-10, pruned by probability (what population gradient descent uses) and
+  truncated by count only, in the same run; the first call at each tolerance also builds the
+  key histogram of the pruning plan (reported apart, as ``plan_seconds``: it is cached per
+  (L, C, q, k) and shared by every step of a trajectory);
 - the speedup of the exact engine over the brute-force oracle at D = 12 (L = 3, C = 4), both
   computing risk, error and Bayes error of the same invariant Q (the engine also its gradient);
 - one sampled-data gradient step (loss and gradients in v and Q, Numba) at the reference size
@@ -16,6 +21,7 @@ Timings depend on the machine and its load; they are measurements, never test as
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
@@ -26,7 +32,7 @@ from patchassoc.theory.structure import build_structure, random_partition
 
 from .. import kernels
 from ..population.bruteforce import bruteforce_risk
-from ..population.exact import evaluate, warm_up
+from ..population.exact import evaluate, plan, warm_up
 from ..sampler import check_sample_size, sample, streams, unit_vector
 from ..train import initial_parameters
 
@@ -37,6 +43,9 @@ HELP = "time the exact population engine (against D and against brute force) and
 POINT = (1.25, 3.3, 3.2, -0.9)
 SIZES = ((4, 4, None), (4, 6, None), (4, 8, None), (6, 8, None), (8, 8, 1e-10))
 BRUTE_LC = (3, 4)
+#: The paper's size (preset ``paper``) and the tolerances timed there.
+PAPER_LCD = (8, 8, 4096)
+PAPER_TOLS = (1e-6, 1e-8, 1e-10)
 
 
 def add_arguments(parser) -> None:
@@ -55,6 +64,7 @@ def _best(fn, repeats: int) -> tuple[float, object]:
 def run(ctx) -> dict:
     cfg = ctx.config
     repeats = max(1, ctx.args.repeats)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     warm_up()
     rows = []
     for L, C, tol in SIZES:
@@ -66,6 +76,24 @@ def run(ctx) -> dict:
         rows.append({"D": D, "L": L, "C": C, "q": q, "tol": tol, "seconds": sec,
                      "configurations": ev.configurations, "bound": ev.bound,
                      "complete": ev.complete, "risk": ev.risk, "error": ev.error})
+    # the paper's size: pruned (the default of population descent) and by count, same run
+    L, C, d = PAPER_LCD
+    q = math.log(d) / (L * C)
+    paper = []
+    for tol in PAPER_TOLS:
+        ctx.log(f"[bench] exact evaluation at the paper's size, tol {tol:g} ...")
+        t0 = time.perf_counter()
+        plan(L, C, q, cfg.p, cfg.nu, *POINT, tol=tol, prune=True)
+        plan_sec = time.perf_counter() - t0
+        sec_p, ev_p = _best(lambda: evaluate(L, C, q, cfg.p, cfg.nu, *POINT, tol=tol,
+                                             prune=True), repeats)
+        sec_c, ev_c = _best(lambda: evaluate(L, C, q, cfg.p, cfg.nu, *POINT, tol=tol), repeats)
+        paper.append({"L": L, "C": C, "D": L * C, "q": q, "tol": tol,
+                      "seconds": sec_p, "configurations": ev_p.configurations, "k": ev_p.k,
+                      "bound": ev_p.bound, "plan_seconds": plan_sec,
+                      "count_seconds": sec_c, "count_configurations": ev_c.configurations,
+                      "count_k": ev_c.k, "count_bound": ev_c.bound,
+                      "speedup_over_count": sec_c / sec_p})
     # speedup over brute force at D = 12
     L, C = BRUTE_LC
     D = L * C
@@ -101,10 +129,10 @@ def run(ctx) -> dict:
     sampled = {"N": step_cfg.n_train, "D": step_cfg.D, "d": step_cfg.d, "size": note,
                **sampled_step_vs_read(X, y, v0, A, step_cfg.p, step_cfg.nu, repeats)}
     import numba
-    return {"exact_vs_D": rows, "bruteforce": brute,
+    return {"exact_vs_D": rows, "exact_paper": paper, "bruteforce": brute,
             "sampled_step": sampled,
             "point": dict(zip(("alpha", "a", "b", "c"), POINT)), "repeats": repeats,
-            "threads": numba.get_num_threads()}
+            "threads": numba.get_num_threads(), "load_average": load}
 
 
 def render(s: dict) -> str:
@@ -113,6 +141,12 @@ def render(s: dict) -> str:
         how = "complete" if r["complete"] else f"tol {r['tol']:g}, bound {r['bound']:.2g}"
         lines.append(f"  D={r['D']:>3} (L={r['L']}, C={r['C']}): {1e3 * r['seconds']:10.3f} ms, "
                      f"{r['configurations']:>12,} configurations ({how})")
+    for r in s.get("exact_paper", []):
+        lines.append(f"  paper size D={r['D']}, tol {r['tol']:g}: pruned {1e3 * r['seconds']:.1f} ms "
+                     f"({r['configurations']:,} configurations, k={r['k']}, bound "
+                     f"{r['bound']:.2g}; plan {1e3 * r['plan_seconds']:.0f} ms once) vs by count "
+                     f"{1e3 * r['count_seconds']:.1f} ms ({r['count_configurations']:,}): "
+                     f"{r['speedup_over_count']:.2f}x")
     b = s["bruteforce"]
     lines.append(f"brute force at D={b['D']} (L={b['L']}, C={b['C']}): "
                  f"{1e3 * b['bruteforce_seconds']:.2f} ms for {b['patterns']:,} patterns vs exact "
@@ -120,5 +154,6 @@ def render(s: dict) -> str:
     t = s["sampled_step"]
     from ..step_bench import describe
     lines.append(describe(t))
-    lines.append(f"(best of {s['repeats']}, {s['threads']} Numba threads)")
+    lines.append(f"(best of {s['repeats']}, {s['threads']} Numba threads; load average "
+                 f"{s.get('load_average', float('nan')):.2f} when it started)")
     return "\n".join(lines)
