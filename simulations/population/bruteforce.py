@@ -189,8 +189,10 @@ def bruteforce_risk(Q: np.ndarray, structure: Structure, q: float, p: int, nu: f
                                               "galpha_abs")}
     gA = np.zeros((D, D))
     gA_abs = np.zeros((D, D))
-    for y, w, s in _chunks(sets, q):
-        u = s @ A.T                                 # u_i = sum_j A_ij s_j
+    for y, w, sig, noise, P in _chunks(sets, q):
+        # u_i = sum_j A_ij s_j, with s_j = y on the signal set and the pattern P elsewhere
+        # (einsum: single-threaded, unlike a BLAS product that spins threads on a busy machine)
+        u = np.einsum("nk,ik->ni", P, A[:, noise]) + y * A[:, sig].sum(axis=1)
         act, dact = activation(alpha * u, p, nu)
         m = y * act.sum(axis=1)
         loss, dl = logistic(m)
@@ -205,8 +207,11 @@ def bruteforce_risk(Q: np.ndarray, structure: Structure, q: float, p: int, nu: f
             terms["galpha"].append(np.sum(Gu))
             terms["galpha_abs"].append(np.sum(np.abs(Gu)))
             # d risk / d A_ij = alpha sum_patterns G_i s_j, in blocks of _BLOCK
-            gA += alpha * _blocked_gram(G, s)
-            gA_abs += Aabs * (np.abs(G).T @ np.abs(s))
+            gA[:, noise] += alpha * _blocked_gram(G, P)
+            gA[:, sig] += alpha * y * _blocked_gram(G, np.ones((w.size, 1)))
+            absG = np.abs(G)
+            gA_abs[:, noise] += Aabs * np.einsum("ni,nk->ik", absG, np.abs(P))
+            gA_abs[:, sig] += Aabs * absG.sum(axis=0)[:, None]
     total = {k: math.fsum(v) if v else None for k, v in terms.items()}
     bayes = _bayes_error(tuple(map(tuple, sets.tolist())), q)
     out = dict(risk=total["risk"], error=total["error"], bayes_error=bayes,
@@ -221,13 +226,14 @@ def _blocked_gram(G: np.ndarray, s: np.ndarray) -> np.ndarray:
     """G^T s summed as blocks of ``_BLOCK`` patterns (matrix products), then block by block:
     rounding <= ~(_BLOCK + number of blocks) eps sum |G_pi s_pj| per entry."""
     n, D = G.shape
+    k = s.shape[1]
     nb = -(-n // _BLOCK)
     pad = nb * _BLOCK - n
     if pad:
         G = np.concatenate([G, np.zeros((pad, D))])
-        s = np.concatenate([s, np.zeros((pad, D))])
+        s = np.concatenate([s, np.zeros((pad, k))])
     Gb = G.reshape(nb, _BLOCK, D)
-    sb = s.reshape(nb, _BLOCK, D)
+    sb = s.reshape(nb, _BLOCK, k)
     return np.sum(np.matmul(Gb.transpose(0, 2, 1), sb), axis=0)
 
 
@@ -238,14 +244,17 @@ def _bayes_error(sets: tuple, q: float) -> float:
     sets = np.array(sets, dtype=np.int64)
     C = sets.shape[1]
     pset = (q / 2.0) ** np.arange(C + 1) * (1.0 - q) ** (C - np.arange(C + 1))
-    return math.fsum(np.sum(w * _bayes_wrong(s, y, sets, pset, C))
-                     for y, w, s in _chunks(sets, q))
+    parts = []
+    for y, w, sig, noise, P in _chunks(sets, q):
+        parts.append(np.sum(w * _bayes_wrong(P, y, sig, noise, sets, pset)))
+    return math.fsum(parts)
 
 
 def _chunks(sets: np.ndarray, q: float):
     """Every (y, l*, noise pattern), in chunks of at most ``_CHUNK`` patterns: yields
-    (y, w, s) with w the probabilities (q/2)^n (1-q)^((L-1)C - n) / (2L) and s the (chunk, D)
-    feature coefficients (y on the signal set l*, the pattern elsewhere)."""
+    (y, w, sig, noise, P) with w the probabilities (q/2)^n (1-q)^((L-1)C - n) / (2L), sig the
+    patches of the signal set l* (feature coefficient y), noise the other patches and P the
+    (chunk, (L-1)C) patterns of their coefficients."""
     L, C = sets.shape
     D = L * C
     N = (L - 1) * C
@@ -256,22 +265,30 @@ def _chunks(sets: np.ndarray, q: float):
         noise = np.setdiff1d(np.arange(D), sets[lstar])
         for y in (1.0, -1.0):
             for lo in range(0, pats.shape[0], _CHUNK):
-                w = prob[lo:lo + _CHUNK]
-                s = np.zeros((w.size, D))
-                s[:, sets[lstar]] = y
-                s[:, noise] = pats[lo:lo + _CHUNK]
-                yield y, w, s
+                yield y, prob[lo:lo + _CHUNK], sets[lstar], noise, pats[lo:lo + _CHUNK]
 
 
-def _bayes_wrong(s: np.ndarray, y: float, sets: np.ndarray, pset: np.ndarray,
-                 C: int) -> np.ndarray:
-    """Per pattern: 1 if the Bayes decision is wrong, 1/2 on a tie of the likelihoods, else 0."""
-    S = s[:, sets]                                      # (n, L, C)
-    p_set = pset[np.count_nonzero(S, axis=2)]           # (n, L) probability of each set's state
-    all_pos = np.all(S == 1.0, axis=2)
-    all_neg = np.all(S == -1.0, axis=2)
+def _bayes_wrong(P: np.ndarray, y: float, sig: np.ndarray, noise: np.ndarray,
+                 sets: np.ndarray, pset: np.ndarray) -> np.ndarray:
+    """Per pattern: 1 if the Bayes decision is wrong, 1/2 on a tie of the likelihoods, else 0.
+    Set l's coefficients are y on the signal set ``sig`` and the columns of ``P`` of its patches
+    (P's columns are the patches ``noise``, in order) elsewhere."""
+    n = P.shape[0]
+    L, C = sets.shape
+    p_set = np.empty((n, L))                            # probability of each set's state
+    all_pos = np.empty((n, L), dtype=bool)
+    all_neg = np.empty((n, L), dtype=bool)
+    for l in range(L):
+        if np.array_equal(sets[l], sig):
+            p_set[:, l] = pset[C]
+            all_pos[:, l] = y > 0
+            all_neg[:, l] = y < 0
+            continue
+        S = P[:, np.searchsorted(noise, sets[l])]      # (n, C)
+        p_set[:, l] = pset[np.count_nonzero(S, axis=1)]
+        all_pos[:, l] = np.all(S == 1.0, axis=1)
+        all_neg[:, l] = np.all(S == -1.0, axis=1)
     # prod_{l' != l} p(s_l') as (product of the sets before l) x (product of those after l)
-    n, L = p_set.shape
     before = np.ones((n, L))
     after = np.ones((n, L))
     before[:, 1:] = np.cumprod(p_set[:, :-1], axis=1)

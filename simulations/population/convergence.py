@@ -74,8 +74,8 @@ DEFAULT_SEEDS = 8
 #: Steps of the study: at ``ref`` (fixed diagonal) the population alpha grows until step ~100
 #: (phase I), the attention then moves within ~40 steps (phase II: within-set mass 0.42 ->
 #: 0.75 between steps 92 and 131) and drifts slowly after (0.81 at step 262, 0.96 at 3000;
-#: measured). 300 steps cover phases I and II and the start of III at a quarter of the cost of
-#: the 1200 that a population step count would need.
+#: measured). 300 steps cover phases I and II and the start of III, at half the cost of the
+#: config's 600 (the sampled runs dominate the cost, linear in the steps).
 STUDY_STEPS = 300
 #: The reduced study of ``reproduce --quick``: three N, four seeds, 150 steps (still past the
 #: population transition at ~130 steps). Measured cost: see the population command's notes.
