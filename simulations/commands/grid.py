@@ -45,6 +45,8 @@ def add_arguments(parser) -> None:
                         help="largest number of patches D = L C (default 32)")
     parser.add_argument("--quick", action="store_true",
                         help="reduced grid (d = 256, D <= 16): a preview, never a verdict")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="step budget per point (default 10000; another value: a preview)")
     parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
     parser.add_argument("--dask", default=None, metavar="ADDRESS",
                         help="run the points on this Dask scheduler")
@@ -53,15 +55,19 @@ def add_arguments(parser) -> None:
 
 def compute(out: Path, *, ds=None, max_D=None, quick: bool = False, seed: int = 0,
             base: str = "ref", jobs: int = 1, dask=None, figures: bool = True,
-            progress: bool = False) -> dict:
+            progress: bool = False, max_steps: int | None = None) -> dict:
     """Run (or resume) the grid into ``out`` and return its JSON-ready summary."""
     from .. import claim_grid as cg
     out = Path(out)
     ds = tuple(ds) if ds else (cg.QUICK_DS if quick else cg.DS)
     max_D = max_D or (cg.QUICK_MAX_D if quick else cg.MAX_D)
-    reduced = quick or tuple(sorted(ds)) != tuple(sorted(cg.DS)) or max_D < cg.MAX_D
+    max_steps = cg.MAX_STEPS if max_steps is None else int(max_steps)
+    if max_steps < 1:
+        raise ValueError("--max-steps must be >= 1")
+    reduced = (quick or tuple(sorted(ds)) != tuple(sorted(cg.DS)) or max_D < cg.MAX_D
+               or max_steps != cg.MAX_STEPS)
     cells = cg.grid_cells(ds, max_D)
-    task = cg.GridTask(base=base, seed=int(seed))
+    task = cg.GridTask(base=base, seed=int(seed), max_steps=max_steps)
     res = cg.run_grid(task, cells, out / "cells", jobs=jobs, dask=dask, progress=progress)
     records = list(res["cells"].values())
     summary = cg.grid_summary(records, quick=reduced)
@@ -84,7 +90,8 @@ def run(ctx) -> dict:
         raise ValueError("--max-D must be >= 4")
     return compute(ctx.out, ds=_ints(a.ds) if a.ds else None, max_D=a.max_D, quick=a.quick,
                    seed=ctx.seed, base=ctx.preset_name, jobs=a.jobs, dask=a.dask,
-                   figures=not a.no_figures, progress=ctx.progress and not ctx.json)
+                   figures=not a.no_figures, progress=ctx.progress and not ctx.json,
+                   max_steps=a.max_steps)
 
 
 def render(s: dict) -> str:

@@ -103,3 +103,25 @@ def test_one_seed_record_is_scored_with_the_paper_metrics(tmp_path):
                                                  and rec["test_error"] <= rec["error_threshold"])
     assert rec["error_threshold"] == pytest.approx(2 * rec["bayes_error"] + 0.001, rel=1e-15)
     assert cs.run_seeds(cfg, [3], tmp_path)["reused"] == [3]
+
+
+def test_grid_and_seeds_commands(tmp_path, capsys):
+    from patchassoc.simulations.cli import main
+    argv = ["grid", "--ds", "64", "--max-D", "4", "--max-steps", "100", "--out",
+            str(tmp_path / "g"), "--quiet"]
+    assert main(argv + ["--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    (point,) = s["points"]
+    assert (point["L"], point["C"], point["d"]) == (2, 2, 64)
+    assert s["preview"] and s["reduced"]  # not the declared grid: never a verdict
+    assert (tmp_path / "g" / "claim1_grid.png").exists()
+    assert main(argv) == 0 and "reused 1" in capsys.readouterr().out
+    assert main(["grid", "--jobs", "0", "--quiet"]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    argv = ["seeds", "--seeds", "1", "--set", "d=16", "--set", "n_train=100", "--set",
+            "n_test=100", "--set", "steps=3", "--set", "records=2", "--no-control",
+            "--out", str(tmp_path / "s"), "--quiet", "--json"]
+    assert main(argv) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["n_seeds"] == 1 and s["preview"] and s["config"]["diagonal"] == "fixed"
+    assert s["records"][0]["passed"] == s["passed"] or s["n_passed"] == 0
