@@ -12,6 +12,19 @@ The sample loop is split into :data:`~patchassoc.simulations._jit.N_CHUNKS` fixe
 accumulator, merged in order afterwards: results are deterministic whatever the thread count, and
 the serial driver (small inputs) gives the same numbers as the threaded one (large inputs).
 
+A step is bound by one read of X from memory (N D d entries; ``patchassoc bench`` times it
+against ``X @ v``). X is read once: each sample's D x d block is still in cache for its
+grad_v update. The arithmetic is strict IEEE float64 (no fastmath, no fused multiply-add) and
+yet vectorized: the dot products <v, X_nj> keep :data:`LANES` lane accumulators (lane w sums the
+terms k = w mod LANES, then a fixed tree adds the lanes), and every other inner loop is
+elementwise over contiguous memory. The order of every sum is therefore the one the source
+states, on any machine: the compiled kernels give the same bits as their source run as plain
+Python (``NUMBA_DISABLE_JIT=1``; tested).
+
+X may be stored in float32 (:func:`check_data` with ``dtype=np.float32``): half the memory and
+the traffic; the products are still float64 (the float32 values convert exactly), so the result
+is the float64 kernel's on the rounded data.
+
 References
 ----------
 SPEC section 2; :mod:`patchassoc.theory.model`.
