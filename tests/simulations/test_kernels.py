@@ -298,8 +298,9 @@ def test_torch_peer_step_computes_the_same_gradient():
     assert within(grad_torch - grad_v, scales(X, y, v, A, 5, 0.03).grad_v, KERNEL_VS_NUMPY_REL)
     assert t["grad_v_rel_diff"] == np.linalg.norm(grad_torch - grad_v) / np.linalg.norm(grad_v)
     assert t["ratio_to_read"] == t["seconds"] / t["read_seconds"]
-    t, _ = step_bench._torch_step(X, y, v, A, 5, 0.03, 2, -grad_v)  # a wrong gradient shows
-    assert t["grad_v_rel_diff"] > 1
+    # the comparison can fail: the gradient of the other sign is far outside the bound
+    assert not within(-grad_torch - grad_v, scales(X, y, v, A, 5, 0.03).grad_v,
+                      KERNEL_VS_NUMPY_REL)
 
 
 # -- X stored in float32 -----------------------------------------------------------------------
