@@ -14,8 +14,7 @@ level eps = 0.25: Def. 2.2 ranked on the learned logits, the set-mate share, and
 sets recovered from the learned attention (:mod:`patchassoc.theory.recovery`). The control must
 not associate; if it does, claim 2's control fails.
 
-The trajectory's ``alpha`` for the control is v's component along the normalized sum of the
-filter's rows: a bookkeeping number with no meaning for this data.
+The control's trajectory records alpha = 0 (there is no feature w* in this data).
 
 References
 ----------
@@ -23,19 +22,14 @@ SPEC sections 3 and 6 (claim 2, control); PAPER.md (negative result).
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
-
-import numpy as np
 
 from patchassoc.theory.association import associate
 from patchassoc.theory.config import Config, preset
 from patchassoc.theory.recovery import recovery_report
-from patchassoc.theory.structure import build_structure
 
 from .results import read_json, write_json
-from .sampler import check_sample_size, draw, draw_target, streams
-from .train import TrainResult, gradient_descent, initial_parameters, record_steps
+from .train import TrainResult, train
 
 __all__ = ["CONTROL_EPS", "control_config", "train_data_option", "score", "run_pair",
            "load_pair"]
@@ -53,36 +47,9 @@ def control_config(base: Config | None = None, **overrides) -> Config:
 
 
 def train_data_option(config: Config, seed: int = 0, *, progress: bool = False) -> TrainResult:
-    """Train on the distribution named by ``config.data`` (streams as in ``train.train``).
-
-    The seed's streams draw, in order: the structure, the target (w* or the CNN filter), the
-    initialization, the training and the test sample.
-    """
-    t0 = time.perf_counter()
-    check_sample_size(config.n_train, config.D, config.d, "training sample")
-    check_sample_size(config.n_test, config.D, config.d, "test sample")
-    rng = streams(seed)
-    structure = build_structure(config, rng["structure"])
-    target = draw_target(config, rng["feature"])
-    if target.ndim == 1:
-        w_star = target
-    else:
-        direction = target.sum(axis=0)
-        w_star = direction / np.linalg.norm(direction)
-    v0, theta0 = initial_parameters(config, rng["init"])
-    train_data = draw(config, config.n_train, target, structure, rng["train"])
-    test_data = draw(config, config.n_test, target, structure, rng["test"])
-    t1 = time.perf_counter()
-    traj = gradient_descent(train_data, theta0, v0, p=config.p, nu=config.nu,
-                            eta_v=config.eta_v, eta_Q=config.eta_Q, steps=config.steps,
-                            at=record_steps(config.steps, config.records), w_star=w_star,
-                            structure=structure, test_data=test_data,
-                            gram=config.param == "gram", diagonal=config.diagonal,
-                            progress=progress, desc=f"train ({config.data})")
-    t2 = time.perf_counter()
-    return TrainResult(config=config, seed=seed, structure=structure, w_star=w_star,
-                       trajectory=traj, seconds=t2 - t0,
-                       timings={"sampling": t1 - t0, "descent": t2 - t1})
+    """Train on the distribution named by ``config.data`` (:func:`patchassoc.simulations.train.train`
+    draws it: w* or the CNN filter from the ``feature`` stream, then the samples)."""
+    return train(config, seed, progress=progress)
 
 
 def score(result: TrainResult, eps: float = CONTROL_EPS) -> dict:
