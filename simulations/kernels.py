@@ -15,9 +15,10 @@ the serial driver (small inputs) gives the same numbers as the threaded one (lar
 A step is bound by one read of X from memory (N D d entries; ``patchassoc bench`` times it
 against ``X @ v``). X is read once: each sample's D x d block is still in cache for its
 grad_v update. The arithmetic is strict IEEE float64 (no fastmath, no fused multiply-add) and
-yet vectorized: the dot products <v, X_nj> keep :data:`LANES` lane accumulators (lane w sums the
-terms k = w mod LANES, then a fixed tree adds the lanes), and every other inner loop is
-elementwise over contiguous memory. The order of every sum is therefore the one the source
+yet vectorized: the dot products <v, X_nj> keep :data:`LANES` lane accumulators in SIMD
+registers (lane w sums the terms k = w mod LANES, then a fixed tree adds the lanes; explicit
+LLVM vector code, :func:`_dot_lanes_simd`), and every other inner loop is elementwise over
+contiguous memory, which LLVM vectorizes without reordering anything. The order of every sum is therefore the one the source
 states, on any machine: the compiled kernels give the same bits as their source run as plain
 Python (``NUMBA_DISABLE_JIT=1``; tested).
 
@@ -34,6 +35,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llvmlite import ir
+from numba import errors, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from ._jit import N_CHUNKS, jit, pjit, prange
 from ._scalar import logistic as _logistic
@@ -72,35 +77,84 @@ def _grad_logits(A, gA):
     return gQ
 
 
-#: Lane accumulators of a dot product (:func:`_dot`): lane w sums the terms k = w (mod LANES).
-#: A multiple of the widest SIMD register (8 doubles with AVX-512) and large enough that the
-#: loop over lanes stays a loop, which LLVM's loop vectorizer turns into vector instructions
-#: without reassociating anything (strict floating point, no fastmath).
-LANES = 64
+#: Lanes of a dot product (:func:`_dot`): lane w sums the terms k = w (mod LANES) in order, as
+#: four vectors of four doubles held in SIMD registers.
+LANES = 16
+
+
+def _dot_lanes(x, v, nb):
+    """sum_{k < LANES nb} x_k v_k in the fixed order of the compiled kernel (plain Python).
+
+    Lane w (0 <= w < 16) accumulates x_k v_k for k = w, w + 16, ... in order; the lanes are then
+    added as t_w = (l_w + l_{w+8}) + (l_{w+4} + l_{w+12}) and (t_0 + t_2) + (t_1 + t_3). This is
+    the definition; compiled code calls :func:`_dot_lanes_simd`, which computes exactly this with
+    IEEE operations on 4-double vectors, and runs this function only under NUMBA_DISABLE_JIT.
+    """
+    acc = [0.0] * 16
+    for b in range(nb):
+        o = 16 * b
+        for w in range(16):
+            acc[w] += x[o + w] * v[o + w]
+    t = [(acc[w] + acc[w + 8]) + (acc[w + 4] + acc[w + 12]) for w in range(4)]
+    return (t[0] + t[2]) + (t[1] + t[3])
+
+
+@intrinsic
+def _dot_lanes_simd(typingctx, x, v, nb):
+    """LLVM vector code for :func:`_dot_lanes`: four <4 x double> accumulators in registers.
+
+    Numba's LLVM pipeline has the SLP vectorizer off and strict floating point forbids the loop
+    vectorizer to reorder a reduction, so a scalar loop stays one dependency chain; written with
+    explicit vectors, the sum is vectorized and its order is still the one stated (plain fmul
+    and fadd: no reassociation, no fused multiply-add)."""
+    for arr in (x, v):
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
+                and arr.dtype in (types.float64, types.float32)):
+            raise errors.TypingError("_dot_lanes_simd needs 1-D C-contiguous float arrays")
+    sig = types.float64(x, v, types.intp)
+
+    def codegen(context, builder, signature, args):
+        xa = context.make_array(signature.args[0])(context, builder, args[0])
+        va = context.make_array(signature.args[1])(context, builder, args[1])
+        nb = args[2]
+        f64 = ir.DoubleType()
+        vec = ir.VectorType(f64, 4)
+
+        def load4(arr, aty, off):
+            ety = context.get_data_type(aty.dtype)
+            ptr = builder.bitcast(builder.gep(arr.data, [off]), ir.VectorType(ety, 4).as_pointer())
+            val = builder.load(ptr, align=4 if aty.dtype == types.float32 else 8)
+            return val if aty.dtype == types.float64 else builder.fpext(val, vec)
+
+        accs = [cgutils.alloca_once_value(builder, ir.Constant(vec, [0.0] * 4)) for _ in range(4)]
+        with cgutils.for_range(builder, nb) as loop:
+            base = builder.mul(loop.index, ir.Constant(nb.type, 16))
+            for i, acc in enumerate(accs):
+                off = builder.add(base, ir.Constant(nb.type, 4 * i))
+                prod = builder.fmul(load4(xa, signature.args[0], off),
+                                    load4(va, signature.args[1], off))
+                builder.store(builder.fadd(builder.load(acc), prod), acc)
+        l0, l4, l8, l12 = (builder.load(acc) for acc in accs)
+        t = builder.fadd(builder.fadd(l0, l8), builder.fadd(l4, l12))
+        e = [builder.extract_element(t, ir.Constant(ir.IntType(32), i)) for i in range(4)]
+        return builder.fadd(builder.fadd(e[0], e[2]), builder.fadd(e[1], e[3]))
+
+    return sig, codegen
+
+
+@overload(_dot_lanes, jit_options={"cache": True})
+def _dot_lanes_jit(x, v, nb):
+    def impl(x, v, nb):
+        return _dot_lanes_simd(x, v, nb)
+    return impl
 
 
 @jit
-def _tree(acc):
-    """Sum of the LANES lane accumulators by a fixed pairwise tree."""
-    s = LANES
-    while s > 8:
-        s //= 2
-        for w in range(s):
-            acc[w] += acc[w + s]
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
-
-
-@jit
-def _dot(x, v, acc):
-    """<x, v> of two contiguous rows, summed in a fixed order that vectorizes.
-
-    Strict (non-fastmath) floating point forbids reordering one running sum, which would keep it
-    one scalar dependency chain. Instead lane w of ``acc`` (scratch, length LANES) accumulates
-    the terms k = w, w + LANES, ...: the loop over lanes is elementwise, so it compiles to SIMD
-    multiplies and adds; the tail (d mod LANES terms) folds onto the first lanes, and the lanes
-    are then added by a fixed pairwise tree. The order depends on d only, never on the machine's
-    thread count, so the result is the same bit for bit on every run. Rows shorter than LANES
-    use four interleaved scalar accumulators."""
+def _dot(x, v):
+    """<x, v> of two contiguous rows in a fixed order: :func:`_dot_lanes` over the first
+    LANES * (d // LANES) terms, then the d mod LANES others in order, added last. Rows shorter
+    than LANES use four interleaved scalar accumulators. The order depends on d only, never on
+    the thread count or the machine, so the result is the same bit for bit on every run."""
     d = x.shape[0]
     nb = d // LANES
     if nb == 0:
@@ -119,16 +173,14 @@ def _dot(x, v, acc):
             a0 += x[k] * v[k]
             k += 1
         return (a0 + a1) + (a2 + a3)
-    for w in range(LANES):
-        acc[w] = x[w] * v[w]
-    for b in range(1, nb):
-        o = b * LANES
-        for w in range(LANES):
-            acc[w] += x[o + w] * v[o + w]
+    s = _dot_lanes(x, v, nb)
     o = nb * LANES
-    for w in range(d - o):
-        acc[w] += x[o + w] * v[o + w]
-    return _tree(acc)
+    if o == d:
+        return s
+    t = 0.0
+    for k in range(o, d):
+        t += x[k] * v[k]
+    return s + t
 
 
 @jit
@@ -206,13 +258,12 @@ def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA):
     z = np.empty(D)
     G = np.empty(D)
     gu = np.empty(D)
-    acc = np.empty(LANES)
     loss = 0.0
     err = 0.0
     for n in range(lo, hi):
         Xn = X[n]
         for j in range(D):
-            U[j] = _dot(Xn[j], v, acc)
+            U[j] = _dot(Xn[j], v)
         m = _head(U, y[n], A, AT, p, nu, z, G)
         l, dl = _logistic(m)
         loss += l
@@ -285,10 +336,9 @@ def _margins_range(X, y, v, A, p, nu, lo, hi, out):
     U = np.empty(D)
     z = np.empty(D)
     G = np.empty(D)
-    acc = np.empty(LANES)
     for n in range(lo, hi):
         for j in range(D):
-            U[j] = _dot(X[n, j], v, acc)
+            U[j] = _dot(X[n, j], v)
         out[n] = _head(U, y[n], A, AT, p, nu, z, G)
 
 
