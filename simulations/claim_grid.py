@@ -45,8 +45,7 @@ import numpy as np
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.config import Config, preset
 
-from .progress import progress_bar
-from .results import read_json, write_json
+from .cells import run_cells
 
 __all__ = ["GridCell", "GridTask", "PROTOCOL", "MAX_STEPS", "CHECK_EVERY", "DS", "QUICK_DS",
            "MAX_D", "QUICK_MAX_D", "BAYES_FACTOR", "REGIME_Q", "REGIME_L", "PASS_FRACTION", "SHARE_LEVEL",
@@ -170,77 +169,25 @@ def run_cell(task: GridTask, cell: GridCell) -> dict:
             "fingerprint": task.fingerprint()}
 
 
-def _cell_path(folder: Path, cell: GridCell) -> Path:
-    return folder / f"{cell.key}.json"
-
-
-def _load(folder: Path, cell: GridCell, fingerprint: str) -> dict | None:
-    path = _cell_path(folder, cell)
-    if not path.exists():
-        return None
-    try:
-        data = read_json(path)
-    except (ValueError, OSError):
-        return None
-    if data.get("fingerprint") != fingerprint or (data.get("L"), data.get("C"), data.get("d")) \
-            != (cell.L, cell.C, cell.d) or str(data.get("status", "")).startswith("interrupted"):
-        return None
-    return data
+def _matches(rec: dict, cell: GridCell) -> bool:
+    return (rec.get("L"), rec.get("C"), rec.get("d")) == (cell.L, cell.C, cell.d)
 
 
 def run_grid(task: GridTask, cells: Sequence[GridCell], folder: str | Path, *,
              jobs: int = 1, dask=None, progress: bool = False,
              compute: Callable[[GridTask, GridCell], dict] = run_cell) -> dict:
-    """Compute the missing cells (stored as each finishes) and return every cell's record.
+    """Compute the missing cells (stored as each finishes) and return every cell's record
+    (:func:`patchassoc.simulations.cells.run_cells`).
 
     Returns
     -------
     dict
         ``cells`` (key -> record), ``computed`` and ``reused`` (keys), ``seconds`` (wall).
     """
-    from .transfer.sweep import _run_dask, _run_pool
-
-    t0 = time.perf_counter()
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if int(jobs) != jobs or jobs < 1:
-        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
-    fp = task.fingerprint()
-    results: dict[str, dict] = {}
-    todo = []
-    for cell in cells:
-        stored = _load(folder, cell, fp)
-        if stored is None:
-            todo.append(cell)
-        else:
-            results[cell.key] = stored
-    reused = list(results)
-    computed: list[str] = []
-    bar = progress_bar(total=len(cells), desc="claim 1 grid", enable=progress, unit="point")
-    bar.update(len(reused))
-
-    def store(cell: GridCell, rec: dict) -> None:
-        if not str(rec.get("status", "")).startswith("interrupted"):
-            write_json(_cell_path(folder, cell), rec)
-        results[cell.key] = rec
-        computed.append(cell.key)
-        bar.update(1)
-
-    try:
-        if not todo:
-            pass
-        elif dask is not None:
-            _run_dask(dask, {0: task}, todo, store, compute)
-        elif jobs == 1:
-            for cell in todo:
-                store(cell, compute(task, cell))
-        else:
-            _run_pool(int(jobs), {0: task}, todo, store, compute)
-    finally:
-        bar.close()
-    order = [c.key for c in cells]
-    return {"cells": {k: results[k] for k in order if k in results}, "computed": computed,
-            "reused": reused, "seconds": time.perf_counter() - t0}
+    out = run_cells(task, cells, folder, compute, _matches, jobs=jobs, dask=dask,
+                    progress=progress, desc="claim 1 grid")
+    out["cells"] = out.pop("records")
+    return out
 
 
 def grid_summary(records: Sequence[dict], reference: tuple = REFERENCE,

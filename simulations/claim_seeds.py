@@ -43,8 +43,7 @@ from patchassoc.theory.association import associate
 from patchassoc.theory.config import Config
 from patchassoc.theory.structure import random_partition
 
-from .progress import progress_bar
-from .results import read_json, write_json
+from .cells import run_cells
 
 __all__ = ["SeedCell", "SeedTask", "SHARE_MIN", "ERROR_FACTOR", "ERROR_SLACK", "RATE_LOWER",
            "N_SEEDS", "QUICK_SEEDS", "NULL_PARTITIONS", "SAMPLED_EPS", "wilson_interval",
@@ -156,68 +155,24 @@ def run_seed(task: SeedTask, cell: SeedCell) -> dict:
             "fingerprint": task.fingerprint()}
 
 
-def _load(folder: Path, cell: SeedCell, fingerprint: str) -> dict | None:
-    path = folder / f"{cell.key}.json"
-    if not path.exists():
-        return None
-    try:
-        data = read_json(path)
-    except (ValueError, OSError):
-        return None
-    if data.get("fingerprint") != fingerprint or data.get("seed") != cell.seed:
-        return None
-    return data
+def _matches(rec: dict, cell: SeedCell) -> bool:
+    return rec.get("seed") == cell.seed
 
 
 def run_seeds(config: Config, seeds: Sequence[int], folder: str | Path, *, jobs: int = 1,
               dask=None, progress: bool = False,
               compute: Callable[[SeedTask, SeedCell], dict] = run_seed) -> dict:
-    """Train the missing seeds (stored as each finishes) and return every seed's record."""
-    from .transfer.sweep import _run_dask, _run_pool
-
-    t0 = time.perf_counter()
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    """Train the missing seeds (stored as each finishes) and return every seed's record
+    (:func:`patchassoc.simulations.cells.run_cells`)."""
     seeds = [int(s) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise ValueError("seeds must be distinct non-negative integers")
-    if int(jobs) != jobs or jobs < 1:
-        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     task = SeedTask.make(config, folder)
-    fp = task.fingerprint()
-    cells = [SeedCell(s) for s in seeds]
-    results: dict[int, dict] = {}
-    todo = []
-    for cell in cells:
-        stored = _load(folder, cell, fp)
-        if stored is None:
-            todo.append(cell)
-        else:
-            results[cell.seed] = stored
-    reused = sorted(results)
-    bar = progress_bar(total=len(cells), desc="claim 2 seeds", enable=progress, unit="seed")
-    bar.update(len(reused))
-
-    def store(cell: SeedCell, rec: dict) -> None:
-        if not str(rec.get("status", "")).startswith("interrupted"):
-            write_json(folder / f"{cell.key}.json", rec)
-        results[cell.seed] = rec
-        bar.update(1)
-
-    try:
-        if not todo:
-            pass
-        elif dask is not None:
-            _run_dask(dask, {0: task}, todo, store, compute)
-        elif jobs == 1:
-            for cell in todo:
-                store(cell, compute(task, cell))
-        else:
-            _run_pool(int(jobs), {0: task}, todo, store, compute)
-    finally:
-        bar.close()
-    return {"records": [results[s] for s in seeds if s in results], "reused": reused,
-            "seconds": time.perf_counter() - t0, "config": task.config.to_dict()}
+    out = run_cells(task, [SeedCell(s) for s in seeds], folder, compute, _matches, jobs=jobs,
+                    dask=dask, progress=progress, desc="claim 2 seeds")
+    return {"records": list(out["records"].values()),
+            "reused": [int(k.split("-")[1]) for k in out["reused"]],
+            "seconds": out["seconds"], "config": task.config.to_dict()}
 
 
 def seeds_summary(records: Sequence[dict], quick: bool = False) -> dict:
