@@ -470,8 +470,8 @@ def _shuffle_lines(sh: dict) -> list[str]:
         lines.append(f"  locality, {names.get(src, src)}: " + "; ".join(cells))
     any_loc = next(iter(next(iter((sh.get("locality") or {"": {"": None}}).values())).values()))
     if any_loc:
-        lines.append(f"  (r: mean grid distance of each patch's top-{any_loc['k']} patches once the "
-                     f"shuffle is undone, patches; random relabelling "
+        lines.append(f"  (r: mean grid distance of each patch's top-{any_loc['k']} patches once "
+                     f"the shuffle is undone, patches; random relabelling "
                      f"{any_loc['null_mean']:.2f}; z over {any_loc['draws']} relabellings, "
                      f"positive = local)")
     return lines

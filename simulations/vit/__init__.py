@@ -6,8 +6,8 @@ only NumPy/SciPy (and scikit-learn for the bundled digits). Nothing here is impo
 of the toolkit, and the PyTorch modules are loaded only when one of their names is used.
 
 Public API: :class:`ViTConfig`, :class:`ViT`, :func:`build_model` (models); :class:`Recipe`,
-:data:`RECIPES`, :func:`train_one`, :func:`compare`, :func:`study` (training: the comparison with its controls and
-the shuffled-patch experiment); :class:`ImageData`, :func:`load_dataset`,
+:data:`RECIPES`, :func:`train_one`, :func:`compare`, :func:`study` (training: the comparison with
+its controls and the shuffled-patch experiment); :class:`ImageData`, :func:`load_dataset`,
 :func:`block_permutation`, :func:`shuffle_blocks` (data); :class:`ViTResult`,
 :class:`ShuffleResult` (results); :func:`mean_ci`, :func:`paired_gap_ci`, :func:`locality_z`
 (statistics).
