@@ -113,9 +113,15 @@ def _controls_text(controls: list[dict]) -> str:
 
 
 def _matrix_controls(structure: Structure | None, eps: float) -> list[dict]:
+    """The matrix controls on ``structure`` (default: the ref configuration's sets of seed 0;
+    the controls fail for any partition, so which one does not change their verdict)."""
     from patchassoc.theory.association import control_records
     if structure is None:
-        return []
+        from patchassoc.theory.config import preset
+        from patchassoc.theory.structure import build_structure
+
+        from .sampler import streams
+        structure = build_structure(preset("ref"), streams(0)["structure"])
     return [c for c in control_records(structure, eps=eps) if c["expected"] == "fail"]
 
 
@@ -158,8 +164,7 @@ def claim1(grid: dict | None, structure: Structure | None = None, pop: dict | No
         return as_preview(rec, "one point, not the grid")
     frac = grid.get("regime_fraction")
     ref = grid.get("reference") or {}
-    ok_controls = controls_ok(controls) if structure is not None else True
-    passed = bool(grid.get("passed")) and ok_controls
+    passed = bool(grid.get("passed")) and controls_ok(controls)
     measured = (f"regime: {grid['n_regime_passed']}/{grid['n_regime']} pass "
                 f"({_fmt(None if frac is None else 100 * frac, '.1f')} %); reference "
                 + ("missing" if not ref else
@@ -264,7 +269,8 @@ def claim2(seeds: dict | None, convergence: dict | None = None, structure: Struc
                  values={"seeds": {k: v for k, v in seeds.items() if k not in ("records",
                                                                               "control")},
                          "convergence": conv_vals, "controls": controls})
-    return as_preview(rec, "reduced seeds (--quick)") if seeds.get("preview") else rec
+    return as_preview(rec, "fewer seeds than declared, or reduced (--quick)") \
+        if seeds.get("preview") else rec
 
 
 # -- claim 3 -----------------------------------------------------------------------------------
