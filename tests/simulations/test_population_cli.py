@@ -144,7 +144,7 @@ def test_fit_slopes_recovers_a_power_law():
 
 def test_convergence_runner_small(tmp_path):
     cfg = preset("tiny")
-    res = run_convergence(cfg, 0, Ns=(100, 400), n_seeds=2, steps=20, records=6)
+    res = run_convergence(cfg, 0, Ns=(60, 240), n_seeds=2, steps=12, records=5)
     assert res.distance.shape == (2, 2, len(COMPONENTS))
     assert res.control.shape == res.distance.shape
     assert np.all(np.isfinite(res.distance)) and np.all(res.distance > 0)
