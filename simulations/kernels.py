@@ -15,12 +15,13 @@ the serial driver (small inputs) gives the same numbers as the threaded one (lar
 A step is bound by one read of X from memory (N D d entries; ``patchassoc bench`` times it
 against ``X @ v``). X is read once: each sample's D x d block is still in cache for its
 grad_v update. The arithmetic is strict IEEE float64 (no fastmath, no fused multiply-add) and
-yet vectorized: the dot products <v, X_nj> keep :data:`LANES` lane accumulators in SIMD
-registers (lane w sums the terms k = w mod LANES, then a fixed tree adds the lanes; explicit
-LLVM vector code, :func:`_dot_lanes_simd`), and every other inner loop is elementwise over
-contiguous memory, which LLVM vectorizes without reordering anything. The order of every sum is therefore the one the source
-states, on any machine: the compiled kernels give the same bits as their source run as plain
-Python (``NUMBA_DISABLE_JIT=1``; tested).
+yet vectorized: the two passes over a sample, U = X_n v and grad_v += X_n^T (A^T G), are
+explicit LLVM vector code with their accumulators in SIMD registers
+(:func:`_dot_lanes_simd`, :func:`_axpy_lanes_simd`), in an order stated by their plain-Python
+twins (:func:`_dot_lanes`, :func:`_axpy_lanes`); the other inner loops are elementwise over
+contiguous memory, which LLVM vectorizes without reordering anything. So the compiled kernels
+give the same bits as their source run as plain Python (``NUMBA_DISABLE_JIT=1``; tested), on
+any machine.
 
 X may be stored in float32 (:func:`check_data` with ``dtype=np.float32``): half the memory and
 the traffic; the products are still float64 (the float32 values convert exactly), so the result
@@ -197,30 +198,91 @@ def _powers(t, p):
     return r, r * t
 
 
+def _axpy_lanes(gv, gu, Xn, nb):
+    """gv_k += sum_j gu_j Xn_jk for k < LANES nb, in the fixed order of the compiled kernel
+    (plain Python): for each k, t = sum over j = 0, 1, ... in order, then gv_k += t. Compiled
+    code calls :func:`_axpy_lanes_simd`; this runs only under NUMBA_DISABLE_JIT."""
+    for k in range(LANES * nb):
+        t = 0.0
+        for j in range(Xn.shape[0]):
+            t += gu[j] * Xn[j, k]
+        gv[k] += t
+
+
+@intrinsic
+def _axpy_lanes_simd(typingctx, gv, gu, Xn, nb):
+    """LLVM vector code for :func:`_axpy_lanes`: 16 consecutive k in four <4 x double>
+    registers, summed over the D rows, then added to gv once (one store per entry and sample)."""
+    ok = (isinstance(Xn, types.Array) and Xn.ndim == 2 and Xn.layout == "C"
+          and Xn.dtype in (types.float64, types.float32))
+    for arr in (gv, gu):
+        ok = ok and (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
+                     and arr.dtype == types.float64)
+    if not ok:
+        raise errors.TypingError("_axpy_lanes_simd needs C-contiguous float arrays")
+    sig = types.void(gv, gu, Xn, types.intp)
+
+    def codegen(context, builder, signature, args):
+        gva = context.make_array(signature.args[0])(context, builder, args[0])
+        gua = context.make_array(signature.args[1])(context, builder, args[1])
+        xty = signature.args[2]
+        xa = context.make_array(xty)(context, builder, args[2])
+        nb = args[3]
+        D, d = cgutils.unpack_tuple(builder, xa.shape, 2)
+        vec = ir.VectorType(ir.DoubleType(), 4)
+        ety = context.get_data_type(xty.dtype)
+        zero = ir.Constant(vec, [0.0] * 4)
+        i32 = ir.IntType(32)
+        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(4)]
+        with cgutils.for_range(builder, nb) as lb:
+            base = builder.mul(lb.index, ir.Constant(nb.type, 16))
+            for acc in accs:
+                builder.store(zero, acc)
+            with cgutils.for_range(builder, D) as lj:
+                g = builder.load(builder.gep(gua.data, [lj.index]))
+                gvec = ir.Constant(vec, ir.Undefined)
+                for i in range(4):
+                    gvec = builder.insert_element(gvec, g, ir.Constant(i32, i))
+                row = builder.add(builder.mul(lj.index, d), base)
+                for i, acc in enumerate(accs):
+                    off = builder.add(row, ir.Constant(nb.type, 4 * i))
+                    ptr = builder.bitcast(builder.gep(xa.data, [off]),
+                                          ir.VectorType(ety, 4).as_pointer())
+                    x = builder.load(ptr, align=4 if xty.dtype == types.float32 else 8)
+                    if xty.dtype != types.float64:
+                        x = builder.fpext(x, vec)
+                    builder.store(builder.fadd(builder.load(acc), builder.fmul(gvec, x)), acc)
+            for i, acc in enumerate(accs):
+                off = builder.add(base, ir.Constant(nb.type, 4 * i))
+                ptr = builder.bitcast(builder.gep(gva.data, [off]), vec.as_pointer())
+                builder.store(builder.fadd(builder.load(ptr, align=8), builder.load(acc)), ptr,
+                              align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@overload(_axpy_lanes, jit_options={"cache": True})
+def _axpy_lanes_jit(gv, gu, Xn, nb):
+    def impl(gv, gu, Xn, nb):
+        _axpy_lanes_simd(gv, gu, Xn, nb)
+    return impl
+
+
 @jit
 def _axpy_rows(gv, gu, Xn):
-    """gv += sum_j gu_j X_n[j], four rows per pass over gv (a quarter of the loads and stores of
-    gv), in the fixed order ((r0 + r1) + (r2 + r3)) within a group and group after group."""
+    """gv += sum_j gu_j X_n[j]: for each k the D terms summed in order j = 0, 1, ..., then added
+    to gv_k (:func:`_axpy_lanes` for the first LANES * (d // LANES) entries, the same order in
+    a scalar loop for the others)."""
     D, d = Xn.shape
-    j = 0
-    while j + 4 <= D:
-        g0 = gu[j]
-        g1 = gu[j + 1]
-        g2 = gu[j + 2]
-        g3 = gu[j + 3]
-        x0 = Xn[j]
-        x1 = Xn[j + 1]
-        x2 = Xn[j + 2]
-        x3 = Xn[j + 3]
-        for k in range(d):
-            gv[k] += (g0 * x0[k] + g1 * x1[k]) + (g2 * x2[k] + g3 * x3[k])
-        j += 4
-    while j < D:
-        g0 = gu[j]
-        x0 = Xn[j]
-        for k in range(d):
-            gv[k] += g0 * x0[k]
-        j += 1
+    nb = d // LANES
+    if nb > 0:
+        _axpy_lanes(gv, gu, Xn, nb)
+    for k in range(nb * LANES, d):
+        t = 0.0
+        for j in range(D):
+            t += gu[j] * Xn[j, k]
+        gv[k] += t
 
 
 @jit
