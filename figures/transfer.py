@@ -95,7 +95,7 @@ def plot_ratio(summary: dict, ax):
     ax.set_xticklabels([f"{e:g}" for e in eps])
     status = summary.get("claim5", {}).get("status", "")
     verdict = {"pass": "claim 5 passes", "fail": "claim 5 fails",
-               "not run": "preview, not a verdict"}.get(status, "")
+               "preview": "preview, not a verdict"}.get(status, "")
     ax.set_title(f"Sample-efficiency ratio ({summary['n_upstream']} upstream x "
                  f"{summary['n_downstream']} downstream seeds): {verdict}", fontsize=9)
     ax.legend(loc="best", fontsize=7)

@@ -212,7 +212,7 @@ def _transfer_reading(s: dict) -> dict[str, str]:
         return (f"{100 * r['eps']:g} %: {'>= ' if r.get('ratio_is_lower_bound') else ''}"
                 f"{_f(r.get('ratio'), '.1f')} [{_f(ci[0], '.1f')}, {_f(ci[1], '.1f')}] "
                 f"vs {r.get('best_baseline')}")
-    verdict = {"pass": "passes", "fail": "fails", "not run": "is not decided (a preview)"}.get(
+    verdict = {"pass": "passes", "fail": "fails", "preview": "is not decided (a preview)"}.get(
         claim.get("status"), "n/a")
     return {"transfer": (
         f"Transfer (pre-registered in SPEC section 6, item 5) to a downstream task with the same "

@@ -475,10 +475,10 @@ def test_claim5_rule_over_the_whole_eps_range():
     assert bound["passed"] and "(lower bound)" in bound["detail"]
     preview = dict(_summary_rows([5.0] * n, [2.5] * n), preview_reasons=["--quick"])
     c = claim5(preview)
-    assert not c["passed"] and c["status"] == "not run" and c["rule_holds"]
+    assert not c["passed"] and c["status"] == "preview" and c["rule_holds"]
     assert "not a verdict" in c["detail"]
     short = _summary_rows([5.0] * (n - 1), [2.5] * (n - 1))
-    assert claim5(short)["status"] == "not run"     # not the declared eps grid
+    assert claim5(short)["status"] == "preview"     # not the declared eps grid
 
 
 # -- figure -------------------------------------------------------------------------------------

@@ -251,7 +251,7 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
     assert summary["setting"]["n_test"] == P.N_TEST
     assert summary["setting"]["calibration"]["target"] == P.FLOOR_TARGET
     assert summary["upstream"]["config"]["diagonal"] == P.UPSTREAM_DIAGONAL
-    assert summary["claim5"]["status"] == "not run"     # a preview is never a verdict
+    assert summary["claim5"]["status"] == "preview"     # a preview is never a verdict
     assert "--quick" in summary["preview_reasons"]
     n_cells = len(METHODS) * len(summary["N"]) * 2 * 2
     assert summary["timing"]["cells_computed"] == n_cells
