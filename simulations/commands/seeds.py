@@ -30,7 +30,7 @@ __all__ = ["NAME", "HELP", "add_arguments", "run", "render", "compute", "reprodu
            "QUICK_OVERRIDES"]
 
 #: The quick preview's reduced training (a smoke run of the machinery, not the claim).
-QUICK_OVERRIDES = dict(n_train=1000, n_test=4000, steps=300)
+QUICK_OVERRIDES = dict(d=64, n_train=1000, n_test=2000, steps=300)
 
 
 def add_arguments(parser) -> None:
