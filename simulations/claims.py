@@ -373,10 +373,14 @@ def _short(x) -> str:
 def _wrap(cid: str, out: dict, source: str) -> dict:
     # the helper's own sentence (numbers with their intervals) reads better than its raw dict
     measured = str(out["detail"]) if out.get("detail") else _short(out.get("measured"))
-    return record(cid, measured, _short(out.get("threshold")),
-                  bool(out.get("passed")), source, detail=str(out.get("detail", "")),
-                  values={"measured": out.get("measured"), "threshold": out.get("threshold")},
-                  claim=out.get("claim"))
+    rec = record(cid, measured, _short(out.get("threshold")),
+                 bool(out.get("passed")), source, detail=str(out.get("detail", "")),
+                 values={"measured": out.get("measured"), "threshold": out.get("threshold")},
+                 claim=out.get("claim"))
+    # a helper that ran less than its declared study says so: it never decides the claim
+    if out.get("status") == "preview":
+        rec = as_preview(rec, "computed from a run smaller than the declared study")
+    return rec
 
 
 def claim5(transfer: dict | None, source: str = "transfer") -> dict:
