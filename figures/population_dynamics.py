@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 
 from . import attention_maps
-from .style import COLORS, new_figure, save_figure, step_axis
+from .style import COLORS, new_figure, plot_association, save_figure, step_axis
 
 __all__ = ["plot", "plot_maps", "save", "shade_phases"]
 
@@ -97,22 +96,8 @@ def plot(result, axes=None):
     ax.legend()
     ax = axes[3]
     D, C = cfg.D, cfg.C
-    if t.share is not None:
-        ax.plot(x, t.share, color=COLORS["green"], label="set-mate share (every row)")
-        ax.step(x, np.asarray(t.topc_rows) / D, where="post", color=COLORS["blue"], lw=1.0,
-                label="rows passing Def. 2.2 (fraction)")
-    ax.plot(x, t.mass_mean, color="grey", lw=0.8, alpha=0.6,
-            label="within-set mass (descriptive)")
-    if D > 1:
-        ax.axhline((C - 1) / (D - 1), color="grey", lw=0.8, ls=":",
-                   label=f"uniform share (C-1)/(D-1) = {(C - 1) / (D - 1):.2f}")
-    ax.axhline(1.0 - ASSOCIATION_EPS, color=COLORS["vermillion"], lw=0.8, ls=":",
-               label=f"1 - eps = {1 - ASSOCIATION_EPS:g}")
-    ax.set_ylim(0, 1.05)
-    ax.set_xscale("log")
-    ax.set_xlabel("gradient step")
-    ax.set_title("patch association (paper Def. 2.2, share)")
-    ax.legend(loc="center left", fontsize=7)
+    plot_association(ax, x, D=D, C=C, eps=ASSOCIATION_EPS, share_mean=t.share,
+                     topc_rows=t.topc_rows, mass_mean=t.mass_mean)
     for k, ax in enumerate(axes):
         shade_phases(ax, ph, label=(k == 2))
     axes[2].legend(fontsize=7)

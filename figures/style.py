@@ -74,3 +74,31 @@ def step_axis(steps):
 
     steps = np.asarray(steps, dtype=float)
     return np.where(steps == 0, 0.5, steps)
+
+
+def plot_association(ax, x, *, D: int, C: int, eps: float, share_mean, topc_rows, mass_mean,
+                     share_min=None) -> None:
+    """The association panel of the training and population figures (SPEC section 3): the
+    set-mate share (mean and min; one curve when every row has the same share, as for
+    invariant attention), the fraction of rows passing Def. 2.2, the within-set mass as a faint
+    description, and the reference lines (C-1)/(D-1) (uniform attention) and 1 - eps."""
+    import numpy as np
+
+    if share_mean is not None:
+        one = share_min is None
+        ax.plot(x, share_mean, color=COLORS["green"],
+                label="set-mate share (every row)" if one else "set-mate share, mean")
+        if not one:
+            ax.plot(x, share_min, color=COLORS["purple"], ls="--", label="set-mate share, min")
+        ax.step(x, np.asarray(topc_rows) / D, where="post", color=COLORS["blue"], lw=1.0,
+                label="rows passing Def. 2.2 (fraction)")
+    ax.plot(x, mass_mean, color="grey", lw=0.8, alpha=0.6, label="within-set mass (descriptive)")
+    if D > 1:
+        ax.axhline((C - 1) / (D - 1), color="grey", lw=0.8, ls=":",
+                   label=f"uniform share (C-1)/(D-1) = {(C - 1) / (D - 1):.2f}")
+    ax.axhline(1.0 - eps, color=COLORS["vermillion"], lw=0.8, ls=":", label=f"1 - eps = {1 - eps:g}")
+    ax.set_ylim(0, 1.05)
+    ax.set_xscale("log")
+    ax.set_xlabel("gradient step")
+    ax.set_title("patch association (paper Def. 2.2, share)")
+    ax.legend(loc="center left", fontsize=7)

@@ -16,9 +16,9 @@ import numpy as np
 
 from patchassoc.simulations.train import ASSOCIATION_EPS
 
-from .style import COLORS, new_figure, save_figure, step_axis
+from .style import COLORS, new_figure, plot_association, save_figure, step_axis
 
-__all__ = ["plot", "plot_association", "save"]
+__all__ = ["plot", "save"]
 
 
 def plot(result, axes=None):
@@ -46,7 +46,8 @@ def plot(result, axes=None):
     ax.set_xlabel("gradient step")
     ax.set_title("value vector v")
     ax.legend()
-    plot_association(axes[2], x, t, cfg, ASSOCIATION_EPS)
+    plot_association(axes[2], x, D=cfg.D, C=cfg.C, eps=ASSOCIATION_EPS, share_mean=t.share_mean,
+                     share_min=t.share_min, topc_rows=t.topc_rows, mass_mean=t.mass_mean)
     s = result.summary()
     verdict = ("" if s["associated"] is None else
                f": {s['topc_rows']}/{cfg.D} rows pass Def. 2.2, share min {s['share_min']:.2f}, "
@@ -57,28 +58,6 @@ def plot(result, axes=None):
                  f"{verdict}", fontsize=10)
     fig.tight_layout()
     return fig
-
-
-def plot_association(ax, x, t, cfg, eps: float) -> None:
-    """The association panel: share mean/min, top-C rows fraction, faint within-set mass."""
-    D, C = cfg.D, cfg.C
-    if t.share_mean is not None:
-        ax.plot(x, t.share_mean, color=COLORS["green"], label="set-mate share, mean")
-        ax.plot(x, t.share_min, color=COLORS["purple"], ls="--", label="set-mate share, min")
-        ax.step(x, np.asarray(t.topc_rows) / D, where="post", color=COLORS["blue"], lw=1.0,
-                label="rows passing Def. 2.2 (fraction)")
-    ax.plot(x, t.mass_mean, color="grey", lw=0.8, alpha=0.6,
-            label="within-set mass (descriptive)")
-    if D > 1:
-        ax.axhline((C - 1) / (D - 1), color="grey", lw=0.8, ls=":",
-                   label=f"uniform share (C-1)/(D-1) = {(C - 1) / (D - 1):.2f}")
-    ax.axhline(1.0 - eps, color=COLORS["vermillion"], lw=0.8, ls=":",
-               label=f"1 - eps = {1 - eps:g}")
-    ax.set_ylim(0, 1.05)
-    ax.set_xscale("log")
-    ax.set_xlabel("gradient step")
-    ax.set_title("patch association (paper Def. 2.2, share)")
-    ax.legend(loc="center left", fontsize=7)
 
 
 def save(result, folder: str | Path, name: str = "training_curves") -> list[Path]:
