@@ -10,8 +10,10 @@ draws their distance to the population trajectory.
 Convergence cost (measured on the shared 2-core machine at load 10-20, so wall times are
 inflated; CPU times are the better guide): the full study (7 N from 250 to 16000, 8 seeds,
 300 steps, d = 256, with the sigma = 0 control) took 4231 s wall, 895 s CPU for the whole
-command; ``--quick`` (3 N up to 1000, 4 seeds, 150 steps) took 283 s wall, 44 s CPU for the
-whole command, Numba compilation included. The sampled runs at d = 256 are ~92 % of it.
+command; ``--quick`` (then 3 N up to 1000, 4 seeds, 150 steps) took 283 s wall, 44 s CPU for the
+whole command, Numba compilation included; it is now 2 N and 3 seeds (about a third of the
+sampled work) to fit ``reproduce --quick`` in its 2-minute budget. The sampled runs at d = 256
+are ~92 % of the cost. In the full ``reproduce`` the whole study ran in 538 s wall.
 
 Steps. The population dynamics associate patches more slowly than the sampled ones at the
 reference step sizes: at the ``ref`` preset the within-set mass crosses 0.95 at about step 2250

@@ -122,14 +122,16 @@ def add_arguments(parser) -> None:
 
 
 # -- the declared setting ------------------------------------------------------------------------
-def calibration(config: Config, folder: Path | None = None) -> dict:
+def calibration(config: Config, folder: Path | None = None, images: int | None = None) -> dict:
     """The downstream noise of the declared rule for ``config`` (cached in
-    ``folder/calibration.json`` when a folder is given)."""
+    ``folder/calibration.json`` when a folder is given), estimated on ``images`` projected
+    images (default: the declared ``CALIBRATION_IMAGES``; fewer only for a preview)."""
+    images = P.CALIBRATION_IMAGES if images is None else int(images)
     if config.noise != "isotropic":
         raise ValueError("the declared downstream-noise rule needs isotropic noise "
                          f"(config.noise = {config.noise!r})")
     key = {"d": config.d, "L": config.L, "C": config.C, "q": config.q, "p": config.p,
-           "nu": config.nu, "target": P.FLOOR_TARGET, "images": P.CALIBRATION_IMAGES,
+           "nu": config.nu, "target": P.FLOOR_TARGET, "images": images,
            "scales": list(P.CALIBRATION_SCALES), "seed": P.CALIBRATION_SEED,
            "iterations": P.CALIBRATION_ITERATIONS, "bracket": list(P.CALIBRATION_BRACKET)}
     path = None if folder is None else Path(folder) / "calibration.json"
@@ -142,7 +144,7 @@ def calibration(config: Config, folder: Path | None = None) -> dict:
             pass
     t0 = time.perf_counter()
     result = P.calibrate_sigma(config.d, config.L, config.C, config.q, config.p, config.nu,
-                               n=P.CALIBRATION_IMAGES, iterations=P.CALIBRATION_ITERATIONS)
+                               n=images, iterations=P.CALIBRATION_ITERATIONS)
     seconds = time.perf_counter() - t0
     if path is not None:
         write_json(path, {"key": key, "result": result, "seconds": seconds})
@@ -239,12 +241,16 @@ def run_study(config: Config, seed: int, out: Path, *, quick: bool = False, jobs
     out.mkdir(parents=True, exist_ok=True)
 
     log("[transfer] downstream noise by the declared rule ...")
-    cal = calibration(config, out)
+    # a preview (quick) calibrates on fewer images and pretrains a shorter upstream run
+    cal = calibration(config, out, P.QUICK["calibration_images"] if quick else None)
     setting = setting_for(config, cal, test_mode)
     log(f"[transfer] sigma~ sqrt(d) = {cal['sigma_sqrt_d']:.4f} (block-uniform floor "
         f"{cal['floor']:.4f}; {cal['source']})")
 
     up_cfg = upstream_config(config)
+    if quick:
+        up_cfg = up_cfg.replace(steps=min(up_cfg.steps, P.QUICK["upstream_steps"]),
+                                n_train=min(up_cfg.n_train, P.QUICK["upstream_n_train"]))
     tasks, upstreams = {}, []
     t1, c1 = time.perf_counter(), time.process_time()
     for u in range(n_up):

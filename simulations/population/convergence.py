@@ -77,10 +77,10 @@ DEFAULT_SEEDS = 8
 #: measured). 300 steps cover phases I and II and the start of III, at half the cost of the
 #: config's 600 (the sampled runs dominate the cost, linear in the steps).
 STUDY_STEPS = 300
-#: The reduced study of ``reproduce --quick``: three N, four seeds, 150 steps (still past the
-#: population transition at ~130 steps). Measured cost: see the population command's notes.
-QUICK_NS = (250, 500, 1000)
-QUICK_SEEDS = 4
+#: The reduced study of ``reproduce --quick`` (a preview, for the 2-minute budget): two N,
+#: three seeds, 150 steps (still past the population transition at ~130 steps).
+QUICK_NS = (250, 500)
+QUICK_SEEDS = 3
 QUICK_STEPS = 150
 #: Distance components (module notes), in the order of the arrays' last axis.
 COMPONENTS = ("total", "alpha", "Q", "Q_invariant", "Q_residual", "v_perp")

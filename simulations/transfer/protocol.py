@@ -80,8 +80,9 @@ CI_LOW_MIN = 2.0
 #: ``--quick``: a preview on fewer seeds and a shorter N grid (not a verdict). One upstream run
 #: (the reproduction's ``train`` run when it is the same run): each further one costs a full
 #: pretraining (about 30 CPU-seconds at ref), which the 2-minute quick budget cannot afford.
-QUICK = dict(upstream_seeds=1, downstream_seeds=3, Ns=tuple(range(1, 9)) + (16, 32),
-             n_boot=500)
+QUICK = dict(upstream_seeds=1, downstream_seeds=2, Ns=tuple(range(1, 9)) + (16, 32),
+             n_boot=500, calibration_images=100_000, upstream_steps=300,
+             upstream_n_train=2000)
 
 
 def declared() -> dict:
