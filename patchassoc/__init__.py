@@ -457,14 +457,15 @@ def prove_lemmas(names: str | Iterable[str] | None = None) -> list:
     Parameters
     ----------
     names : str or iterable of str, optional
-        ``"L1"`` ... ``"L10"`` (case-insensitive); all lemmas by default. L1-L3 take about a
-        second each; all ten take tens of seconds.
+        ``"L1"`` ... ``"L14"`` (case-insensitive); all lemmas by default. L1-L3 take about a
+        second each; all fourteen take tens of seconds.
 
     Returns
     -------
     list of LemmaRecord
         One per lemma, in order: ``name``, ``title``, ``statement``, ``method``, ``proved``,
-        ``checks``, ``seconds``, ``failures``.
+        ``checks``, ``seconds``, ``failures``, ``general`` (proved for symbolic L and C),
+        ``scope`` (that domain, or the sizes checked) and ``controls``.
 
     Raises
     ------
