@@ -33,19 +33,26 @@ def _problem(seed, L=2, C=3, d=6, n=40, sigma=0.3, scale=0.8):
        d=st.integers(1, 8), p=st.sampled_from([3, 5, 7]), nu=st.floats(0, 1))
 def test_kernel_matches_numpy(seed, L, C, d, p, nu):
     data, v, Q, _ = _problem(seed, L, C, d, n=17)
-    A = model.softmax_rows(Q)
+    out = _assert_kernel_matches_numpy(data, v, model.softmax_rows(Q), p, nu)
+    assert out["error"] == pytest.approx(
+        model.loss_and_grad(data.X, data.y, v, model.softmax_rows(Q), p, nu)["error"],
+        rel=KERNEL_VS_NUMPY_REL, abs=1e-300)
+
+
+def _assert_kernel_matches_numpy(data, v, A, p, nu) -> dict:
+    """The kernel's loss, gradients and margins against the NumPy definition; returns the
+    kernel's output. Two summation orders of the same sums differ by rounding of the summed
+    terms (tests/scales.py), which stays positive where a gradient or a margin cancels to ~0."""
     ref = model.loss_and_grad(data.X, data.y, v, A, p, nu)
     out = kernels.loss_and_grad(data.X, data.y, v, A, p, nu)
-    for key in ("loss", "error"):
-        assert out[key] == pytest.approx(ref[key], rel=KERNEL_VS_NUMPY_REL, abs=1e-300)
-    # two summation orders of the same sums: they differ by rounding of the summed terms
-    # (tests/scales.py), which stays positive where a gradient or a margin cancels to ~0
+    assert out["loss"] == pytest.approx(ref["loss"], rel=KERNEL_VS_NUMPY_REL, abs=1e-300)
     sc = scales(data.X, data.y, v, A, p, nu)
     for key in ("grad_v", "grad_A", "grad_Q"):
         assert within(out[key] - ref[key], getattr(sc, key), KERNEL_VS_NUMPY_REL)
     m = kernels.margins(data.X, data.y, v, A, p, nu)
     assert within(m - data.y * model.forward(data.X, v, A, p, nu)[2], sc.margin,
                   KERNEL_VS_NUMPY_REL)
+    return out
 
 
 @given(Q=st.lists(st.floats(-700, 700), min_size=16, max_size=16))
@@ -186,16 +193,7 @@ LANE_DS = (kernels.LANES, kernels.LANES + 1, 2 * kernels.LANES + 5, 3 * kernels.
        nu=st.floats(0, 1))
 def test_lane_path_matches_numpy(seed, d, p, nu):
     data, v, Q, _ = _problem(seed, L=2, C=2, d=d, n=9, sigma=1 / np.sqrt(d), scale=2.0)
-    A = model.softmax_rows(Q)
-    ref = model.loss_and_grad(data.X, data.y, v, A, p, nu)
-    out = kernels.loss_and_grad(data.X, data.y, v, A, p, nu)
-    assert out["loss"] == pytest.approx(ref["loss"], rel=KERNEL_VS_NUMPY_REL, abs=1e-300)
-    sc = scales(data.X, data.y, v, A, p, nu)
-    for key in ("grad_v", "grad_A", "grad_Q"):
-        assert within(out[key] - ref[key], getattr(sc, key), KERNEL_VS_NUMPY_REL)
-    m = kernels.margins(data.X, data.y, v, A, p, nu)
-    assert within(m - data.y * model.forward(data.X, v, A, p, nu)[2], sc.margin,
-                  KERNEL_VS_NUMPY_REL)
+    _assert_kernel_matches_numpy(data, v, model.softmax_rows(Q), p, nu)
 
 
 def test_lane_path_catches_a_wrong_row_entry():
