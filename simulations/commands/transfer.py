@@ -9,8 +9,9 @@ section 6 item 5 and is checked against it by a test):
    ``<out>/calibration.json``). The downstream task keeps the upstream (L, C, d), q and noise law.
 2. Upstream. For each upstream seed s + u (u = 0..U-1, s the run's seed) the upstream model is
    trained with :func:`patchassoc.simulations.train.train` on the run's config with the diagonal
-   fixed (claim 2's run); saved under ``<out>/pretrained/u<u>`` and reused by later runs (and, for
-   u = 0, from the reproduction's ``train`` step when it is the same run).
+   fixed (claim 2's run); saved under ``<out>/pretrained/u<u>`` and reused by later runs. In a
+   reproduction they come from the ``seeds`` step, which trains the same runs (claim 2's seeds
+   s..s+9 hold the upstream seeds s..s+4).
 3. Sweep. For each upstream run, each method (pretrained attention frozen; identity, uniform,
    initial Q0 and wrong-partition attention frozen; v and Q trained jointly from scratch), each N
    of the grid and each of the K downstream seeds, v is trained from a fresh small start and its
@@ -39,7 +40,7 @@ scratch is the worst baseline at this noise (error 16 % at N = 512).
 Cost. That run took 840 CPU-seconds (cells 608, pretraining 5 x 34, calibration 6, the rest
 floors, bootstrap and figure) on the 2 shared cores at load 13-23, so its wall time (58 min)
 says nothing about an idle machine; on 2 free cores it is about 840 / 2 = 420 s (7 min) at
-most, 380 s when the reproduction's train step supplies the first upstream run. ``--quick`` (one
+most, and 5 x 34 CPU-s less when the reproduction's seeds step supplies the upstream runs. ``--quick`` (one
 upstream run, 3 downstream seeds, N <= 32; 198 cells) needs about 30 CPU-seconds (calibration 6,
 cells about 15, start-up, floors and figure the rest), plus 34 for a pretraining when the train
 step's run cannot be reused.
@@ -196,6 +197,13 @@ def pretrain(config: Config, seed: int, folder: Path, progress: bool = False,
     return result, "trained"
 
 
+def _candidates(reuse: tuple[Path, ...], seed: int) -> tuple[Path, ...]:
+    """Where the upstream run of ``seed`` may already be: each folder of ``reuse`` (a train
+    result) and its ``seed-<seed>`` subfolder (claim 2's seeds, :mod:`..claim_seeds`).
+    :func:`pretrain` takes a candidate only if it holds the same run with this seed."""
+    return tuple(c for r in reuse for c in (Path(r), Path(r) / f"seed-{int(seed):03d}"))
+
+
 def _preview_reasons(config: Config, up_cfg: Config, n_up: int, n_down: int, Ns, quick: bool
                      ) -> list[str]:
     """Why a run is not the declared study (empty: a verdict)."""
@@ -257,7 +265,7 @@ def run_study(config: Config, seed: int, out: Path, *, quick: bool = False, jobs
         s = seed + u
         log(f"[transfer] upstream {u + 1}/{n_up} (seed {s}) ...")
         result, source = pretrain(up_cfg, s, out / "pretrained" / f"u{u}", progress,
-                                  reuse if u == 0 else ())
+                                  _candidates(reuse, s))
         tasks[u] = TransferTask(Upstream.from_result(result), setting, master_seed=s)
         sm = result.summary()
         upstreams.append({"index": u, "seed": s, "source": source,
@@ -448,8 +456,9 @@ def render(summary: dict) -> str:
 
 
 def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool, progress: bool) -> dict:
-    """Reproduction step: the transfer study into ``out_dir`` (reusing the upstream run of the
-    reproduction's ``train`` step when it is the same run)."""
+    """Reproduction step: the transfer study into ``out_dir``, reusing the upstream runs that the
+    reproduction's ``seeds`` step (claim 2's runs: the same config and seeds) or ``train`` step
+    already trained, when they are the same runs."""
     out_dir = Path(out_dir)
     return run_study(config, seed, out_dir, quick=quick, progress=progress,
-                     reuse=(out_dir.parent / "train",))
+                     reuse=(out_dir.parent / "seeds" / "seeds", out_dir.parent / "train"))
