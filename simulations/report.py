@@ -143,13 +143,43 @@ def _population_reading(s: dict) -> dict[str, str]:
             f"error {_pct(s.get('bayes_error'))}."),
     }
     if conv:
-        out["population_convergence"] = (
-            f"Distance between sampled-data trajectories (N samples, full v and D x D Q, no "
-            f"symmetry assumed) and the exact population trajectory in (alpha, a-c, b-c), "
-            f"against N on log-log axes, with {len(conv.get('seeds', []))} seeds per N. The "
-            f"fitted slope is {_f(conv.get('slope'))}, close to the N^(-1/2) reference line: "
-            f"empirical gradient descent follows the population dynamics as the sample grows.")
+        out.update(_convergence_reading(conv))
     return out
+
+
+def _slope_phrase(fit: dict | None) -> str:
+    """A fitted log-log slope with its interval, and what the interval decides about -1/2."""
+    if not fit or fit.get("slope") is None:
+        return "not available"
+    lo, hi = fit.get("ci_low"), fit.get("ci_high")
+    text = f"{_f(fit['slope'])}"
+    if lo is None or hi is None:
+        return text
+    text += f" (95 % CI {_f(lo)} to {_f(hi)}"
+    if lo <= -0.5 <= hi:
+        return text + ": consistent with N^(-1/2))"
+    if hi < 0:
+        return text + (": falls with N, faster than N^(-1/2))" if hi < -0.5 else
+                       ": falls with N, but slower than N^(-1/2))")
+    return text + ": no decrease with N is resolved)"
+
+
+def _convergence_reading(conv: dict) -> dict[str, str]:
+    """The convergence figure's reading, decided by its fitted slopes (claim 2, reported)."""
+    slopes = conv.get("slopes") or {}
+    total = slopes.get("total") or {"slope": conv.get("slope"),
+                                    "ci_low": (conv.get("slope_ci") or [None, None])[0],
+                                    "ci_high": (conv.get("slope_ci") or [None, None])[1]}
+    parts = [f"{name.replace('_', ' ')} {_slope_phrase(slopes.get(name))}"
+             for name in ("alpha", "Q_invariant", "Q_residual", "v_perp") if name in slopes]
+    Ns = conv.get("Ns") or []
+    return {"population_convergence": (
+        f"Distance between sampled-data trajectories (N samples, full v and D x D Q, no symmetry "
+        f"assumed) and the exact population trajectory, against N on log-log axes, "
+        f"{len(conv.get('seeds', []))} seeds per N, N from {Ns[0] if Ns else '?'} to "
+        f"{Ns[-1] if Ns else '?'}. The slope of the whole parameter's distance is "
+        f"{_slope_phrase(total)}; the CLT reference is -1/2. By component: "
+        + "; ".join(parts) + ".")}
 
 
 def _solutions_paragraph(t: dict) -> str:
@@ -269,6 +299,7 @@ READERS: dict[str, Callable[[dict], dict[str, str]]] = {
         s, "Sampled-data gradient descent with positional encodings, Q = P P^T"),
     "locality": _locality_reading,
     "population": _population_reading,
+    "convergence": _convergence_reading,
     "paper_figures": _paper_figures_reading,
     "solutions": _solutions_reading,
     "vit": _vit_reading,

@@ -13,7 +13,9 @@ inflated; CPU times are the better guide): the full study (7 N from 250 to 16000
 command; ``--quick`` (then 3 N up to 1000, 4 seeds, 150 steps) took 283 s wall, 44 s CPU for the
 whole command, Numba compilation included; it is now 2 N and 3 seeds (about a third of the
 sampled work) to fit ``reproduce --quick`` in its 2-minute budget. The sampled runs at d = 256
-are ~92 % of the cost. In the full ``reproduce`` the whole study ran in 538 s wall.
+are ~92 % of the cost. In a full ``reproduce`` the whole study ran in 538 s wall (524 s of
+it the convergence study), so the reproduction's own step (``convergence``, separate from
+``population``) stops at N = 4000 (``REPRODUCE_NS``); the cost is linear in N.
 
 Steps. The population dynamics associate patches more slowly than the sampled ones at the
 reference step sizes: at the ``ref`` preset the within-set mass crosses 0.95 at about step 2250
@@ -28,7 +30,7 @@ from pathlib import Path
 from patchassoc.theory.config import Config
 
 from ..population.convergence import (DEFAULT_NS, DEFAULT_SEEDS, QUICK_NS, QUICK_SEEDS,
-                                      QUICK_STEPS, STUDY_STEPS, run_convergence)
+                                      QUICK_STEPS, REPRODUCE_NS, STUDY_STEPS, run_convergence)
 from ..population.dynamics import PopulationResult, run_population
 
 NAME = "population"
@@ -49,7 +51,22 @@ def add_arguments(parser) -> None:
                              "orthogonal to w*, diagonal fixed)")
     parser.add_argument("--quick", action="store_true",
                         help="with --convergence: fewer N, seeds and steps")
+    parser.add_argument("--ns", type=_sample_sizes, default=None, metavar="N1,N2,...",
+                        help=f"with --convergence: the sample sizes (default "
+                             f"{','.join(map(str, DEFAULT_NS))}; reproduce uses "
+                             f"{','.join(map(str, REPRODUCE_NS))})")
     parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
+
+
+def _sample_sizes(text: str) -> tuple[int, ...]:
+    import argparse
+    try:
+        ns = tuple(sorted({int(t) for t in text.split(",") if t.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    if len(ns) < 2 or ns[0] < 1:
+        raise argparse.ArgumentTypeError(f"need at least two sample sizes >= 1, got {text!r}")
+    return ns
 
 
 def _steps(ctx) -> int:
@@ -78,14 +95,15 @@ def run_dynamics(config: Config, seed: int, out: Path, progress: bool, steps: in
 
 
 def run_convergence_step(config: Config, seed: int, out: Path, progress: bool, quick: bool,
-                         figures: bool = True) -> dict:
+                         figures: bool = True, Ns=None) -> dict:
     """The convergence study in the paper's setting (noise orthogonal to w*, the config's d and
-    sigma, diagonal fixed): :mod:`..population.convergence`."""
+    sigma, diagonal fixed): :mod:`..population.convergence`. ``Ns`` defaults to ``QUICK_NS``
+    (quick) or ``DEFAULT_NS``."""
     if quick:
-        res = run_convergence(config, seed, Ns=QUICK_NS, n_seeds=QUICK_SEEDS,
+        res = run_convergence(config, seed, Ns=Ns or QUICK_NS, n_seeds=QUICK_SEEDS,
                               steps=QUICK_STEPS, progress=progress)
     else:
-        res = run_convergence(config, seed, Ns=DEFAULT_NS, n_seeds=DEFAULT_SEEDS,
+        res = run_convergence(config, seed, Ns=Ns or DEFAULT_NS, n_seeds=DEFAULT_SEEDS,
                               steps=STUDY_STEPS, progress=progress)
     res.save(out)
     summary = res.summary()
@@ -109,7 +127,7 @@ def run(ctx) -> dict:
     if ctx.args.convergence:
         ctx.log("[population] sampled runs for growing N ...")
         conv = run_convergence_step(ctx.config, ctx.seed, ctx.out / "convergence", ctx.progress,
-                                    ctx.args.quick, figures)
+                                    ctx.args.quick, figures, ctx.args.ns)
         summary["convergence"] = conv
         summary["figures"] = summary["figures"] + conv["figures"]
     return summary
@@ -160,16 +178,18 @@ def render(s: dict) -> str:
     return "\n".join(lines)
 
 
-def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool,
-                   progress: bool) -> dict:
-    """Reproduction step: the population dynamics (``DEFAULT_STEPS`` steps, into ``out_dir``)
-    and the sampled-vs-population distance against N (``out_dir/convergence``; ``quick``:
-    ``QUICK_NS``, ``QUICK_SEEDS`` seeds, ``QUICK_STEPS`` steps; otherwise ``DEFAULT_NS`` (250
-    to 16000), ``DEFAULT_SEEDS`` seeds, ``STUDY_STEPS`` steps). Raises ValueError (with the
-    cost) when the config is too large for complete enumeration at every step (e.g. D = 64)."""
-    out_dir = Path(out_dir)
-    summary = run_dynamics(config, seed, out_dir, progress, DEFAULT_STEPS)
-    conv = run_convergence_step(config, seed, out_dir / "convergence", progress, quick)
-    summary["convergence"] = conv
-    summary["figures"] = summary["figures"] + conv["figures"]
-    return summary
+def reproduce_population(out_dir: Path, config: Config, seed: int, quick: bool,
+                         progress: bool) -> dict:
+    """Reproduction step ``population``: the population dynamics (``DEFAULT_STEPS`` steps, into
+    ``out_dir``). Raises ValueError (with the cost) when the config is too large for complete
+    enumeration at every step (e.g. D = 64)."""
+    return run_dynamics(config, seed, Path(out_dir), progress, DEFAULT_STEPS)
+
+
+def reproduce_convergence(out_dir: Path, config: Config, seed: int, quick: bool,
+                          progress: bool) -> dict:
+    """Reproduction step ``convergence``: the sampled-vs-population distance against N
+    (``quick``: ``QUICK_NS``, ``QUICK_SEEDS`` seeds, ``QUICK_STEPS`` steps; otherwise
+    ``REPRODUCE_NS`` (250 to 4000), ``DEFAULT_SEEDS`` seeds, ``STUDY_STEPS`` steps)."""
+    return run_convergence_step(config, seed, Path(out_dir), progress, quick,
+                                Ns=None if quick else REPRODUCE_NS)

@@ -3,27 +3,43 @@
 Each step writes into its own subfolder and, when it finishes, a ``step.json`` with its summary;
 a re-run skips the steps whose ``step.json`` exists (``--force`` reruns them). A step that fails
 is reported and the others still run; the exit status is 1 if any step failed.
+
+Steps side by side. With ``--jobs J`` (default: every core this process may use) up to J steps
+run at once, each in its own process on one core (``PATCHASSOC_JOBS=1``; ``NUMBA_NUM_THREADS``
+and ``OMP_NUM_THREADS``, which torch also follows, set to 1), its output in ``<step>/step.log``. A step starts once the steps it reads
+(:data:`AFTER`) have finished, the longest first (:data:`COST`, single-core CPU-seconds measured
+in a full run), so the two cores stay busy until the end; a step that starts when nothing else is
+left to run gets every core. The results are the same as with ``--jobs 1`` (every step is
+deterministic whatever its thread count), which runs the steps one after the other in this
+process, with their own progress bars.
 """
 from __future__ import annotations
 
 import importlib
+import json
+import os
+import resource
 import sys
 import time
 import traceback
+from pathlib import Path
 
+from ..progress import progress_bar
 from ..results import read_json, write_json
 
 NAME = "reproduce"
 HELP = "run the whole reproduction (training, population dynamics, ...) into one folder"
 
-#: (step name, module with ``reproduce_step``, what it does). Order matters: later steps may read
-#: earlier ones' results from the same folder.
+#: (step name, module with ``reproduce_<name>`` or ``reproduce_step``, what it does), in the
+#: order the report lists them.
 STEPS: tuple[tuple[str, str, str], ...] = (
     ("train", "patchassoc.simulations.commands.train", "sampled-data GD, free logits Q"),
     ("train_gram", "patchassoc.simulations.commands.train", "sampled-data GD, positional encodings Q = P P^T"),
     ("locality", "patchassoc.simulations.commands.locality", "square-window sets: spatial locality"),
     ("population", "patchassoc.simulations.commands.population",
-     "exact population dynamics, and sampled-vs-population distance against N"),
+     "exact population dynamics"),
+    ("convergence", "patchassoc.simulations.commands.population",
+     "sampled-data trajectories against the population trajectory, for growing N (claim 2)"),
     ("grid", "patchassoc.simulations.commands.grid",
      "claim 1 on the (L, C, d) grid: population GD with the diagonal fixed, map"),
     ("seeds", "patchassoc.simulations.commands.seeds",
@@ -37,18 +53,184 @@ STEPS: tuple[tuple[str, str, str], ...] = (
     ("check", "patchassoc.simulations.commands.check", "the claims of SPEC section 6, from the steps above"),
 )
 
+#: The steps whose results a step reads from the same folder: it starts after they finished.
+#: ``check`` reads every other step.
+AFTER: dict[str, tuple[str, ...]] = {
+    "solutions": ("train",),          # its sampled-data row is the train step's run
+    "transfer": ("seeds", "train"),   # the upstream runs are claim 2's seeds
+}
+
+#: Single-core CPU-seconds of each step in a full reproduction (measured; only the order in
+#: which ready steps start depends on it: the longest first).
+COST: dict[str, float] = {
+    "transfer": 500, "grid": 520, "vit": 450, "seeds": 160, "convergence": 130,
+    "solutions": 97, "train": 53, "train_gram": 38, "locality": 36, "paper_figures": 21,
+    "lemmas": 13, "population": 9, "check": 1,
+}
+
+#: Environment of a step run side by side with others: one core each.
+_ONE_CORE = {"PATCHASSOC_JOBS": "1", "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+             "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true", help="a reduced, faster version")
     parser.add_argument("--force", action="store_true", help="rerun steps that already finished")
     parser.add_argument("--only", action="append", default=[], metavar="STEP",
                         help=f"run only these steps ({', '.join(s[0] for s in STEPS)})")
+    parser.add_argument("--jobs", type=int, default=None, metavar="J",
+                        help="steps run side by side, one core each (default: every core; 1 "
+                             "runs them one after the other in this process)")
 
 
 def _step_function(module: str, step: str):
     mod = importlib.import_module(module)
     fn = getattr(mod, f"reproduce_{step}", None) or getattr(mod, "reproduce_step")
     return fn
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (user + system)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _run_one(name: str, module: str, folder: Path, config, seed: int, quick: bool,
+             progress: bool) -> dict:
+    """Run one step; write its ``step.json`` when it succeeded; return its record."""
+    t0, c0 = time.perf_counter(), _cpu_seconds()
+    try:
+        fn = _step_function(module, name)
+        summary = fn(folder, config, seed, quick, progress)
+        ok = not summary.get("exit_status")
+        summary.pop("exit_status", None)
+        record = {"step": name, "ok": ok, "seconds": time.perf_counter() - t0,
+                  "cpu_seconds": _cpu_seconds() - c0, "summary": summary}
+        if ok:
+            write_json(folder / "step.json", record)
+        return record
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failed step must not stop the others
+        if progress:
+            traceback.print_exc(file=sys.stderr)
+        return {"step": name, "ok": False, "seconds": time.perf_counter() - t0,
+                "cpu_seconds": _cpu_seconds() - c0, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _child(name: str, module: str, folder: str, config_json: str, seed: int, quick: bool,
+           record_path: str) -> None:
+    """A step in its own process (spawned): output to ``step.log``, record to ``record_path``."""
+    from patchassoc.theory.config import Config
+    folder_p = Path(folder)
+    folder_p.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(folder_p / "step.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    config = Config.from_dict(json.loads(config_json))
+    record = _run_one(name, module, folder_p, config, seed, quick, progress=True)
+    write_json(Path(record_path), record)
+
+
+def _order(names: list[str]) -> dict[str, tuple[str, ...]]:
+    """The steps each selected step waits for (only among the selected ones)."""
+    deps = {}
+    for n in names:
+        wanted = [m for m in names if m != n] if n == "check" else AFTER.get(n, ())
+        deps[n] = tuple(m for m in wanted if m in names)
+    return deps
+
+
+def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: int,
+                      done: set[str]) -> dict[str, dict]:
+    """Run ``todo`` on ``jobs`` processes (see the module notes); returns their records."""
+    import multiprocessing as mp
+    spawn = mp.get_context("spawn")
+    names = [n for n, _, _ in todo]
+    deps = _order(names + sorted(done))
+    info = {n: (m, w) for n, m, w in todo}
+    pending = list(names)
+    running: dict[str, tuple] = {}
+    results: dict[str, dict] = {}
+    config_json = ctx.config.to_json()
+    bar = progress_bar(total=len(names), desc="reproduce", enable=ctx.progress, unit="step")
+
+    def say(msg: str) -> None:
+        if ctx.progress and not ctx.json:
+            bar.write(msg, file=sys.stderr)
+
+    def start(name: str, cores: int) -> None:
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        record_path = folder / ".step-record.json"
+        record_path.unlink(missing_ok=True)
+        env = dict(_ONE_CORE) if cores == 1 else {"PATCHASSOC_JOBS": str(cores)}
+        saved = {k: os.environ.get(k) for k in _ONE_CORE}
+        os.environ.update(env)
+        try:
+            proc = spawn.Process(target=_child, name=f"reproduce-{name}",
+                                 args=(name, info[name][0], str(folder), config_json, ctx.seed,
+                                       bool(ctx.args.quick), str(record_path)))
+            proc.start()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        running[name] = (proc, time.perf_counter(), record_path)
+        say(f"[reproduce] {name}: {info[name][1]} ... ({cores} core{'s' if cores > 1 else ''}; "
+            f"log {folder / 'step.log'})")
+
+    try:
+        while pending or running:
+            finished = set(results) | done
+            while len(running) < jobs:
+                ready = [n for n in pending if all(d in finished for d in deps[n])]
+                if not ready:
+                    break
+                name = max(ready, key=lambda n: (COST.get(n, 0.0), -names.index(n)))
+                pending.remove(name)
+                alone = not pending and not running
+                start(name, jobs if alone else 1)
+            time.sleep(0.2)
+            for name, (proc, t0, record_path) in list(running.items()):
+                if proc.is_alive():
+                    continue
+                proc.join()
+                del running[name]
+                if record_path.exists():
+                    rec = read_json(record_path)
+                    record_path.unlink(missing_ok=True)
+                else:
+                    rec = {"step": name, "ok": False, "seconds": time.perf_counter() - t0,
+                           "error": f"the step's process exited with code {proc.exitcode} "
+                                    f"(see {out / name / 'step.log'})"}
+                results[name] = rec
+                bar.update(1)
+                state = "done" if rec.get("ok") else \
+                    f"FAILED: {rec.get('error', 'see its log')}"
+                say(f"[reproduce] {name}: {state} in {rec['seconds']:.1f} s")
+            if running:
+                now = time.perf_counter()
+                bar.set_postfix_str(", ".join(f"{n} {now - t0:.0f} s"
+                                              for n, (_, t0, _) in running.items()),
+                                    refresh=False)
+    except KeyboardInterrupt:
+        # Ctrl-C reaches the steps too (same process group): let them keep what they finished
+        for proc, _, _ in running.values():
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
+        raise
+    finally:
+        bar.close()
+    return results
 
 
 def run(ctx) -> dict:
@@ -58,41 +240,40 @@ def run(ctx) -> dict:
     unknown = [s for s in ctx.args.only if s not in names]
     if unknown:
         raise ValueError(f"unknown step(s) {', '.join(unknown)} (steps: {', '.join(names)})")
+    from ..transfer.sweep import default_jobs
+    jobs = default_jobs() if ctx.args.jobs is None else ctx.args.jobs
+    if jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {jobs}")
     selected = [s for s in STEPS if not ctx.args.only or s[0] in ctx.args.only]
     results: dict[str, dict] = {}
     t_start = time.perf_counter()
+    todo = []
     for name, module, what in selected:
-        folder = out / name
-        marker = folder / "step.json"
+        marker = out / name / "step.json"
         if marker.exists() and not ctx.args.force:
             results[name] = dict(read_json(marker), skipped=True)
             ctx.log(f"[reproduce] {name}: already finished, skipped ({marker})")
-            continue
-        ctx.log(f"[reproduce] {name}: {what} ...")
-        t0 = time.perf_counter()
-        try:
-            fn = _step_function(module, name)
-            summary = fn(folder, ctx.config, ctx.seed, ctx.args.quick, ctx.progress)
-            ok = not summary.get("exit_status")
-            summary.pop("exit_status", None)
-            record = {"step": name, "ok": ok, "seconds": time.perf_counter() - t0,
-                      "summary": summary}
-            if ok:
-                write_json(marker, record)
-            results[name] = record
-            ctx.log(f"[reproduce] {name}: {'done' if ok else 'FAILED'} "
-                    f"in {record['seconds']:.1f} s")
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failed step must not stop the others
-            results[name] = {"step": name, "ok": False, "seconds": time.perf_counter() - t0,
-                             "error": f"{type(exc).__name__}: {exc}"}
-            ctx.log(f"[reproduce] {name}: FAILED: {type(exc).__name__}: {exc}")
-            if ctx.progress:
-                traceback.print_exc(file=sys.stderr)
+        else:
+            todo.append((name, module, what))
+    if jobs == 1 or len(todo) <= 1:
+        for name, module, what in todo:
+            ctx.log(f"[reproduce] {name}: {what} ...")
+            rec = _run_one(name, module, out / name, ctx.config, ctx.seed,
+                           bool(ctx.args.quick), ctx.progress)
+            results[name] = rec
+            ctx.log(f"[reproduce] {name}: "
+                    + ("done" if rec["ok"] else f"FAILED: {rec.get('error', '')}")
+                    + f" in {rec['seconds']:.1f} s")
+    else:
+        results.update(_run_side_by_side(todo, out, ctx, min(jobs, len(todo)),
+                                         done=set(results)))
+    results = {name: results[name] for name, _, _ in STEPS if name in results}
     failed = [n for n, r in results.items() if not r.get("ok")]
     summary = {"out": str(out), "steps": results, "failed": failed,
-               "seconds": time.perf_counter() - t_start, "quick": bool(ctx.args.quick),
+               "seconds": time.perf_counter() - t_start,
+               "cpu_seconds": sum(r.get("cpu_seconds", 0.0) for r in results.values()
+                                  if not r.get("skipped")),
+               "jobs": jobs, "quick": bool(ctx.args.quick),
                "seed": ctx.seed, "config": ctx.config.to_dict(),
                "order": [name for name, _, _ in STEPS if name in results]}
     write_json(out / "reproduce.json", summary)
@@ -104,13 +285,15 @@ def run(ctx) -> dict:
 
 
 def render(summary: dict) -> str:
-    lines = [f"reproduction in {summary['out']} ({summary['seconds']:.1f} s); "
-             f"report: {summary.get('report')}"]
+    lines = [f"reproduction in {summary['out']} ({summary['seconds']:.1f} s wall, "
+             f"{summary.get('cpu_seconds', 0.0):.0f} CPU-s, {summary.get('jobs', 1)} "
+             f"process(es)); report: {summary.get('report')}"]
     for name, rec in summary["steps"].items():
         state = "skipped (done before)" if rec.get("skipped") else \
             ("ok" if rec.get("ok") else "FAILED")
         extra = f": {rec['error']}" if rec.get("error") else ""
-        lines.append(f"  {name:<14} {state:<22} {rec.get('seconds', 0):7.1f} s{extra}")
+        lines.append(f"  {name:<14} {state:<22} {rec.get('seconds', 0):7.1f} s"
+                     f"{rec.get('cpu_seconds', 0):8.1f} CPU-s{extra}")
     if summary["failed"]:
         lines.append(f"failed steps: {', '.join(summary['failed'])}")
     return "\n".join(lines)

@@ -80,7 +80,17 @@ def plan(methods: Sequence[str], Ns: Sequence[int], seeds: Iterable[int],
 
 
 def default_jobs() -> int:
-    """All the cores this process may use."""
+    """All the cores this process may use, or ``PATCHASSOC_JOBS`` when it is set (``reproduce``
+    sets it to 1 for the steps it runs side by side)."""
+    env = os.environ.get("PATCHASSOC_JOBS", "").strip()
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            raise ValueError(f"PATCHASSOC_JOBS must be a positive integer, got {env!r}")
+        if value < 1:
+            raise ValueError(f"PATCHASSOC_JOBS must be a positive integer, got {env!r}")
+        return value
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux

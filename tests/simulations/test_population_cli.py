@@ -65,6 +65,30 @@ def test_population_eval_refuses_with_one_line(capsys, extra):
         assert "configurations (estimated" in lines[0]
 
 
+@pytest.mark.parametrize("ns", ["250", "a,b", "0,10"])
+def test_population_convergence_sample_sizes_are_checked(capsys, ns):
+    status, out = _json(capsys, ["population", "--preset", "tiny", "--convergence", "--ns", ns,
+                                 "--json", "--quiet"])
+    assert status == 2 and out.out == ""
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and "--ns" in lines[0]
+
+
+def test_convergence_reading_is_decided_by_the_interval():
+    from patchassoc.simulations.report import _convergence_reading, _slope_phrase
+    assert "consistent with N^(-1/2)" in _slope_phrase({"slope": -0.4, "ci_low": -0.6,
+                                                        "ci_high": -0.3})
+    assert "slower than N^(-1/2)" in _slope_phrase({"slope": -0.06, "ci_low": -0.09,
+                                                    "ci_high": -0.02})
+    assert "no decrease with N is resolved" in _slope_phrase({"slope": 0.0, "ci_low": -0.1,
+                                                              "ci_high": 0.1})
+    fit = {"slope": -0.06, "ci_low": -0.09, "ci_high": -0.02}
+    text = _convergence_reading({"Ns": [250, 4000], "seeds": [0, 1],
+                                 "slopes": {"total": fit, "Q_residual": fit}})["population_convergence"]
+    assert "N from 250 to 4000" in text and "slower than N^(-1/2)" in text
+    assert "Q residual -0.060" in text
+
+
 def test_population_command_writes_results_and_figures(tmp_path, capsys):
     out_dir = tmp_path / "pop"
     status, out = _json(capsys, ["population", "--preset", "tiny", "--steps", "40",

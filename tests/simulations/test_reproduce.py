@@ -26,7 +26,8 @@ def test_reproduce_skips_finished_steps_and_reports_failures(tmp_path, monkeypat
     monkeypatch.setattr(reproduce, "STEPS", (("good", "fake_steps", "a step that works"),
                                              ("broken", "fake_steps", "a step that fails")))
     out = tmp_path / "repro"
-    status = main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet"])
+    status = main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
+                   "--jobs", "1"])
     assert status == 1
     summary = json.loads(capsys.readouterr().out)
     assert summary["failed"] == ["broken"]
@@ -37,7 +38,36 @@ def test_reproduce_skips_finished_steps_and_reports_failures(tmp_path, monkeypat
     assert "Steps that failed: `broken` (RuntimeError: boom)" in report
     # a re-run skips the finished step and retries the failed one
     calls.clear()
-    assert main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet"]) == 1
+    assert main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
+                 "--jobs", "1"]) == 1
     summary = json.loads(capsys.readouterr().out)
     assert calls == ["bad"] and summary["steps"]["good"]["skipped"] is True
     assert main(["reproduce", "--only", "nosuch", "--out", str(out)]) == 2
+    assert main(["reproduce", "--jobs", "0", "--out", str(out)]) == 2
+
+
+def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, capsys):
+    """Two independent steps overlap (each waits for the other to start: run one after the
+    other, they would time out and fail); a step that reads another starts after it finished;
+    a crashed step process is a failed step, the others still run."""
+    mod = "tests.simulations._reproduce_steps"
+    monkeypatch.setattr(reproduce, "STEPS", (("first", mod, "waits for second"),
+                                             ("second", mod, "waits for first"),
+                                             ("reader", mod, "reads first"),
+                                             ("crash", mod, "dies")))
+    monkeypatch.setattr(reproduce, "AFTER", {"reader": ("first", "second")})
+    monkeypatch.setattr(reproduce, "COST", {"first": 3, "second": 2, "crash": 1, "reader": 0})
+    out = tmp_path / "repro"
+    status = main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
+                   "--jobs", "2"])
+    summary = json.loads(capsys.readouterr().out)
+    assert status == 1 and summary["failed"] == ["crash"]
+    assert "exited with code 3" in summary["steps"]["crash"]["error"]
+    steps = summary["steps"]
+    assert steps["first"]["summary"]["saw_other_start"] is True
+    assert steps["second"]["summary"]["saw_other_start"] is True
+    assert steps["reader"]["summary"]["read"] == {"first": True, "second": True}
+    # each side-by-side step ran on one core, and its output went to its log
+    assert steps["first"]["summary"]["env"] == {"PATCHASSOC_JOBS": "1", "NUMBA_NUM_THREADS": "1"}
+    assert "first is running" in (out / "first" / "step.log").read_text()
+    assert list(summary["order"]) == ["first", "second", "reader", "crash"]
