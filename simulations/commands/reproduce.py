@@ -7,8 +7,9 @@ is reported and the others still run; the exit status is 1 if any step failed.
 Steps side by side. With ``--jobs J`` (default: every core this process may use) up to J steps
 run at once, each in its own process on one core (``PATCHASSOC_JOBS=1``; ``NUMBA_NUM_THREADS``
 and ``OMP_NUM_THREADS``, which torch also follows, set to 1), its output in ``<step>/step.log``. A step starts once the steps it reads
-(:data:`AFTER`) have finished, the longest first (:data:`COST`, single-core CPU-seconds measured
-in a full run), so the two cores stay busy until the end; a step that starts when nothing else is
+(:data:`AFTER`) have finished, the one with the longest chain of work behind it first
+(:data:`COST`, single-core CPU-seconds measured in a full run), so the cores stay busy until the
+end; a step that starts when nothing else is
 left to run gets every core. The results are the same as with ``--jobs 1`` (every step is
 deterministic whatever its thread count), which runs the steps one after the other in this
 process, with their own progress bars.
@@ -57,7 +58,7 @@ STEPS: tuple[tuple[str, str, str], ...] = (
 #: ``check`` reads every other step.
 AFTER: dict[str, tuple[str, ...]] = {
     "solutions": ("train",),          # its sampled-data row is the train step's run
-    "transfer": ("seeds", "train"),   # the upstream runs are claim 2's seeds
+    "transfer": ("seeds",),           # the upstream runs are claim 2's seeds
 }
 
 #: Single-core CPU-seconds of each step in a full reproduction (measured; only the order in
@@ -145,6 +146,20 @@ def _order(names: list[str]) -> dict[str, tuple[str, ...]]:
     return deps
 
 
+def _priority(deps: dict[str, tuple[str, ...]]) -> dict[str, float]:
+    """Critical-path length of each step: its cost plus the longest chain of steps that wait
+    for it (so ``seeds``, which ``transfer`` reads, starts before longer independent steps)."""
+    memo: dict[str, float] = {}
+
+    def length(n: str) -> float:
+        if n not in memo:
+            after = [m for m, ds in deps.items() if n in ds]
+            memo[n] = COST.get(n, 0.0) + max((length(m) for m in after), default=0.0)
+        return memo[n]
+
+    return {n: length(n) for n in deps}
+
+
 def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: int,
                       done: set[str]) -> dict[str, dict]:
     """Run ``todo`` on ``jobs`` processes (see the module notes); returns their records."""
@@ -153,6 +168,7 @@ def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: in
     names = [n for n, _, _ in todo]
     deps = _order(names + sorted(done))
     info = {n: (m, w) for n, m, w in todo}
+    priority = _priority(deps)
     pending = list(names)
     running: dict[str, tuple] = {}
     results: dict[str, dict] = {}
@@ -193,7 +209,7 @@ def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: in
                 ready = [n for n in pending if all(d in finished for d in deps[n])]
                 if not ready:
                     break
-                name = max(ready, key=lambda n: (COST.get(n, 0.0), -names.index(n)))
+                name = max(ready, key=lambda n: (priority[n], -names.index(n)))
                 pending.remove(name)
                 alone = not pending and not running
                 start(name, jobs if alone else 1)

@@ -457,8 +457,8 @@ def render(summary: dict) -> str:
 
 def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool, progress: bool) -> dict:
     """Reproduction step: the transfer study into ``out_dir``, reusing the upstream runs that the
-    reproduction's ``seeds`` step (claim 2's runs: the same config and seeds) or ``train`` step
-    already trained, when they are the same runs."""
+    reproduction's ``seeds`` step already trained (claim 2's runs: the same config and seeds),
+    when they are the same runs."""
     out_dir = Path(out_dir)
     return run_study(config, seed, out_dir, quick=quick, progress=progress,
-                     reuse=(out_dir.parent / "seeds" / "seeds", out_dir.parent / "train"))
+                     reuse=(out_dir.parent / "seeds" / "seeds",))

@@ -270,8 +270,8 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
         assert again[key] == summary[key]
 
 
-def test_reproduce_step_reuses_the_train_and_seeds_runs_and_lists_its_figures(
-        tmp_path, monkeypatch, small_calibration):
+def test_reproduce_step_reuses_the_seeds_runs_and_lists_its_figures(tmp_path, monkeypatch,
+                                                                     small_calibration):
     from pathlib import Path
 
     from patchassoc.simulations.commands import transfer as command
@@ -282,18 +282,16 @@ def test_reproduce_step_reuses_the_train_and_seeds_runs_and_lists_its_figures(
     monkeypatch.setitem(P.QUICK, "downstream_seeds", 2)
     monkeypatch.setitem(P.QUICK, "upstream_seeds", 2)
     config = preset("tiny", steps=40)
-    # the reproduction's train step: the same run (claim 2's diagonal), other test images
-    train(command.upstream_config(config).replace(n_test=700), seed=3).save(tmp_path / "train")
-    # claim 2's seeds step: the run of seed 4 (the second upstream seed)
-    train(command.upstream_config(config).replace(n_test=700), seed=4).save(
-        tmp_path / "seeds" / "seeds" / "seed-004")
+    # claim 2's seeds step: the same run (the upstream diagonal), other test images, for the
+    # first upstream seed only
+    seeds = tmp_path / "seeds" / "seeds"
+    train(command.upstream_config(config).replace(n_test=700), seed=3).save(seeds / "seed-003")
     summary = command.reproduce_step(tmp_path / "transfer", config, 3, True, False)
-    assert summary["upstream"]["runs"][0]["source"] == str(tmp_path / "train")
-    assert summary["upstream"]["runs"][1]["source"] == str(tmp_path / "seeds" / "seeds" /
-                                                           "seed-004")
+    assert summary["upstream"]["runs"][0]["source"] == str(seeds / "seed-003")
+    assert summary["upstream"]["runs"][1]["source"] == "trained"
     assert summary["upstream_seeds"] == [3, 4]
     assert not (tmp_path / "transfer" / "pretrained" / "u0").exists()
-    assert not (tmp_path / "transfer" / "pretrained" / "u1").exists()
+    assert (tmp_path / "transfer" / "pretrained" / "u1").exists()
     assert summary["figures"] and all(Path(p).exists() for p in summary["figures"])
     assert {Path(p).suffix for p in summary["figures"]} == {".png", ".pdf"}
     assert summary["N"] == [1, 4] and summary["n_downstream"] == 2
