@@ -14,14 +14,16 @@ the serial driver (small inputs) gives the same numbers as the threaded one (lar
 
 A step is bound by one read of X from memory (N D d entries; ``patchassoc bench`` times it
 against ``X @ v``). X is read once: each sample's D x d block is still in cache for its
-grad_v update. The arithmetic is strict IEEE float64 (no fastmath, no fused multiply-add) and
-yet vectorized: the two passes over a sample, U = X_n v and grad_v += X_n^T (A^T G), are
-explicit LLVM vector code with their accumulators in SIMD registers
-(:func:`_dot_lanes_simd`, :func:`_axpy_lanes_simd`), in an order stated by their plain-Python
-twins (:func:`_dot_lanes`, :func:`_axpy_lanes`); the other inner loops are elementwise over
-contiguous memory, which LLVM vectorizes without reordering anything. So the compiled kernels
-give the same bits as their source run as plain Python (``NUMBA_DISABLE_JIT=1``; tested), on
-any machine.
+grad_v update, and while that update runs, the next sample's block is prefetched (data past
+:data:`PREFETCH_MIN_BYTES`), so the memory never idles during the arithmetic. The arithmetic is
+strict IEEE float64 (no fastmath, no fused multiply-add) and yet vectorized: the two passes
+over a sample, U = X_n v (two rows side by side) and grad_v += X_n^T (A^T G) (32 entries side
+by side), are explicit LLVM vector code with their accumulators in SIMD registers
+(:func:`_dots_simd`, :func:`_axpy_sample_simd`), in an order stated by their plain-Python twins
+(:func:`_dots`, :func:`_axpy_lanes`); the other inner loops are elementwise over contiguous
+memory, which LLVM vectorizes without reordering anything. So the compiled kernels give the
+same bits as their source run as plain Python (``NUMBA_DISABLE_JIT=1``; tested), on any
+machine.
 
 X may be stored in float32 (:func:`check_data` with ``dtype=np.float32``): half the memory and
 the traffic; the products are still float64 (the float32 values convert exactly), so the result
@@ -78,9 +80,42 @@ def _grad_logits(A, gA):
     return gQ
 
 
-#: Lanes of a dot product (:func:`_dot`): lane w sums the terms k = w (mod LANES) in order, as
-#: four vectors of four doubles held in SIMD registers.
+#: Lanes of a dot product (:func:`_dot_lanes`): lane w sums the terms k = w (mod LANES) in
+#: order, as four vectors of four doubles held in SIMD registers.
 LANES = 16
+
+#: Data of at least this many bytes is streamed from memory with software prefetch: while a
+#: sample's block is read from cache for its grad_v update, the next sample's block is requested
+#: (:func:`_axpy_sample_simd`), so the memory is busy during that arithmetic too. Smaller data
+#: sits in the caches (2 MiB: the L2 of one core of the machines measured), where a prefetch
+#: is only an extra instruction. A prefetch is a hint: it never changes a value.
+PREFETCH_MIN_BYTES = 1 << 21
+
+_I32 = ir.IntType(32)
+_VEC = ir.VectorType(ir.DoubleType(), 4)
+
+
+def _load4(context, builder, arr, aty, off):
+    """Four consecutive entries of ``arr`` from ``off`` as a <4 x double> (float32 converted
+    exactly)."""
+    ety = context.get_data_type(aty.dtype)
+    ptr = builder.bitcast(builder.gep(arr.data, [off]), ir.VectorType(ety, 4).as_pointer())
+    val = builder.load(ptr, align=4 if aty.dtype == types.float32 else 8)
+    return val if aty.dtype == types.float64 else builder.fpext(val, _VEC)
+
+
+def _prefetch(builder, ptr):
+    """llvm.prefetch of the cache line holding ``ptr``: read, to all cache levels, data."""
+    i8p = ir.IntType(8).as_pointer()
+    fnty = ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+    builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(_I32, 0), ir.Constant(_I32, 3),
+                      ir.Constant(_I32, 1)])
+
+
+def _is_data(arr, ndim, dtypes=(types.float64, types.float32)):
+    return (isinstance(arr, types.Array) and arr.ndim == ndim and arr.layout == "C"
+            and arr.dtype in dtypes)
 
 
 def _dot_lanes(x, v, nb):
@@ -88,8 +123,8 @@ def _dot_lanes(x, v, nb):
 
     Lane w (0 <= w < 16) accumulates x_k v_k for k = w, w + 16, ... in order; the lanes are then
     added as t_w = (l_w + l_{w+8}) + (l_{w+4} + l_{w+12}) and (t_0 + t_2) + (t_1 + t_3). This is
-    the definition; compiled code calls :func:`_dot_lanes_simd`, which computes exactly this with
-    IEEE operations on 4-double vectors, and runs this function only under NUMBA_DISABLE_JIT.
+    the definition; compiled code computes exactly this with IEEE operations on 4-double vectors
+    (:func:`_dots_simd`).
     """
     acc = [0.0] * 16
     for b in range(nb):
@@ -100,88 +135,123 @@ def _dot_lanes(x, v, nb):
     return (t[0] + t[2]) + (t[1] + t[3])
 
 
+def _dots(U, X, n, v, nb):
+    """U_j = :func:`_dot_lanes` (X[n, j], v, nb) for every row j of sample n (plain Python; the
+    compiled kernel calls :func:`_dots_simd`, which computes the same, and runs this only under
+    NUMBA_DISABLE_JIT)."""
+    for j in range(X.shape[1]):
+        U[j] = _dot_lanes(X[n, j], v, nb)
+
+
 @intrinsic
-def _dot_lanes_simd(typingctx, x, v, nb):
-    """LLVM vector code for :func:`_dot_lanes`: four <4 x double> accumulators in registers.
+def _dots_simd(typingctx, U, X, n, v, nb):
+    """LLVM vector code for :func:`_dots`: two rows at a time, each with its four <4 x double>
+    accumulators in registers (eight independent chains, so the adds are not bound by their
+    latency; every row's sum keeps the order of :func:`_dot_lanes`), one load of v for both.
 
     Numba's LLVM pipeline has the SLP vectorizer off and strict floating point forbids the loop
     vectorizer to reorder a reduction, so a scalar loop stays one dependency chain; written with
     explicit vectors, the sum is vectorized and its order is still the one stated (plain fmul
     and fadd: no reassociation, no fused multiply-add)."""
-    for arr in (x, v):
-        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
-                and arr.dtype in (types.float64, types.float32)):
-            raise errors.TypingError("_dot_lanes_simd needs 1-D C-contiguous float arrays")
-    sig = types.float64(x, v, types.intp)
+    if not (_is_data(U, 1, (types.float64,)) and _is_data(X, 3) and _is_data(v, 1)):
+        raise errors.TypingError("_dots_simd needs C-contiguous float arrays")
+    sig = types.void(U, X, types.intp, v, types.intp)
 
     def codegen(context, builder, signature, args):
-        xa = context.make_array(signature.args[0])(context, builder, args[0])
-        va = context.make_array(signature.args[1])(context, builder, args[1])
-        nb = args[2]
-        f64 = ir.DoubleType()
-        vec = ir.VectorType(f64, 4)
+        Ua = context.make_array(signature.args[0])(context, builder, args[0])
+        xty, vty = signature.args[1], signature.args[3]
+        xa = context.make_array(xty)(context, builder, args[1])
+        va = context.make_array(vty)(context, builder, args[3])
+        n, nb = args[2], args[4]
+        it = nb.type
+        _, D, d = cgutils.unpack_tuple(builder, xa.shape, 3)
+        zero = ir.Constant(_VEC, [0.0] * 4)
+        base = builder.mul(n, builder.mul(D, d))
+        accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(4)] for _ in range(2)]
 
-        def load4(arr, aty, off):
-            ety = context.get_data_type(aty.dtype)
-            ptr = builder.bitcast(builder.gep(arr.data, [off]), ir.VectorType(ety, 4).as_pointer())
-            val = builder.load(ptr, align=4 if aty.dtype == types.float32 else 8)
-            return val if aty.dtype == types.float64 else builder.fpext(val, vec)
+        def rows(first, count):
+            """U[first + r] for r < count, the rows summed side by side."""
+            starts = [builder.add(base, builder.mul(builder.add(first, ir.Constant(it, r)), d))
+                      for r in range(count)]
+            for r in range(count):
+                for acc in accs[r]:
+                    builder.store(zero, acc)
+            with cgutils.for_range(builder, nb) as lb:
+                off = builder.mul(lb.index, ir.Constant(it, 16))
+                for i in range(4):
+                    o = builder.add(off, ir.Constant(it, 4 * i))
+                    vv = _load4(context, builder, va, vty, o)
+                    for r in range(count):
+                        x = _load4(context, builder, xa, xty, builder.add(starts[r], o))
+                        acc = accs[r][i]
+                        builder.store(builder.fadd(builder.load(acc), builder.fmul(x, vv)), acc)
+            for r in range(count):
+                l0, l4, l8, l12 = (builder.load(acc) for acc in accs[r])
+                t = builder.fadd(builder.fadd(l0, l8), builder.fadd(l4, l12))
+                e = [builder.extract_element(t, ir.Constant(_I32, i)) for i in range(4)]
+                s = builder.fadd(builder.fadd(e[0], e[2]), builder.fadd(e[1], e[3]))
+                builder.store(s, builder.gep(Ua.data, [builder.add(first, ir.Constant(it, r))]))
 
-        accs = [cgutils.alloca_once_value(builder, ir.Constant(vec, [0.0] * 4)) for _ in range(4)]
-        with cgutils.for_range(builder, nb) as loop:
-            base = builder.mul(loop.index, ir.Constant(nb.type, 16))
-            for i, acc in enumerate(accs):
-                off = builder.add(base, ir.Constant(nb.type, 4 * i))
-                prod = builder.fmul(load4(xa, signature.args[0], off),
-                                    load4(va, signature.args[1], off))
-                builder.store(builder.fadd(builder.load(acc), prod), acc)
-        l0, l4, l8, l12 = (builder.load(acc) for acc in accs)
-        t = builder.fadd(builder.fadd(l0, l8), builder.fadd(l4, l12))
-        e = [builder.extract_element(t, ir.Constant(ir.IntType(32), i)) for i in range(4)]
-        return builder.fadd(builder.fadd(e[0], e[2]), builder.fadd(e[1], e[3]))
+        two = ir.Constant(it, 2)
+        with cgutils.for_range(builder, builder.udiv(D, two)) as lp:
+            rows(builder.mul(lp.index, two), 2)
+        with builder.if_then(builder.icmp_unsigned("!=", builder.urem(D, two),
+                                                   ir.Constant(it, 0))):
+            rows(builder.sub(D, ir.Constant(it, 1)), 1)
+        return context.get_dummy_value()
 
     return sig, codegen
 
 
-@overload(_dot_lanes, jit_options={"cache": True})
-def _dot_lanes_jit(x, v, nb):
-    def impl(x, v, nb):
-        return _dot_lanes_simd(x, v, nb)
+@overload(_dots, jit_options={"cache": True})
+def _dots_jit(U, X, n, v, nb):
+    def impl(U, X, n, v, nb):
+        _dots_simd(U, X, n, v, nb)
     return impl
 
 
 @jit
-def _dot(x, v):
-    """<x, v> of two contiguous rows in a fixed order: :func:`_dot_lanes` over the first
-    LANES * (d // LANES) terms, then the d mod LANES others in order, added last. Rows shorter
-    than LANES use four interleaved scalar accumulators. The order depends on d only, never on
-    the thread count or the machine, so the result is the same bit for bit on every run."""
+def _dot_short(x, v):
+    """<x, v> of a row shorter than LANES: four interleaved scalar accumulators, then
+    (a0 + a1) + (a2 + a3)."""
     d = x.shape[0]
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    k = 0
+    while k + 4 <= d:
+        a0 += x[k] * v[k]
+        a1 += x[k + 1] * v[k + 1]
+        a2 += x[k + 2] * v[k + 2]
+        a3 += x[k + 3] * v[k + 3]
+        k += 4
+    while k < d:
+        a0 += x[k] * v[k]
+        k += 1
+    return (a0 + a1) + (a2 + a3)
+
+
+@jit
+def _project(U, X, n, v):
+    """U_j = <v, X_nj> for every row j of sample n, each in a fixed order: :func:`_dot_lanes`
+    over the first LANES * (d // LANES) terms, then the d mod LANES others in order, added last;
+    rows shorter than LANES by :func:`_dot_short`. The order depends on d only, never on the
+    thread count or the machine, so the result is the same bit for bit on every run."""
+    D, d = X.shape[1], X.shape[2]
     nb = d // LANES
     if nb == 0:
-        a0 = 0.0
-        a1 = 0.0
-        a2 = 0.0
-        a3 = 0.0
-        k = 0
-        while k + 4 <= d:
-            a0 += x[k] * v[k]
-            a1 += x[k + 1] * v[k + 1]
-            a2 += x[k + 2] * v[k + 2]
-            a3 += x[k + 3] * v[k + 3]
-            k += 4
-        while k < d:
-            a0 += x[k] * v[k]
-            k += 1
-        return (a0 + a1) + (a2 + a3)
-    s = _dot_lanes(x, v, nb)
+        for j in range(D):
+            U[j] = _dot_short(X[n, j], v)
+        return
+    _dots(U, X, n, v, nb)
     o = nb * LANES
-    if o == d:
-        return s
-    t = 0.0
-    for k in range(o, d):
-        t += x[k] * v[k]
-    return s + t
+    if o < d:
+        for j in range(D):
+            t = 0.0
+            for k in range(o, d):
+                t += X[n, j, k] * v[k]
+            U[j] = U[j] + t
 
 
 @jit
@@ -198,10 +268,13 @@ def _powers(t, p):
     return r, r * t
 
 
-def _axpy_lanes(gv, gu, Xn, nb):
-    """gv_k += sum_j gu_j Xn_jk for k < LANES nb, in the fixed order of the compiled kernel
-    (plain Python): for each k, t = sum over j = 0, 1, ... in order, then gv_k += t. Compiled
-    code calls :func:`_axpy_lanes_simd`; this runs only under NUMBA_DISABLE_JIT."""
+def _axpy_lanes(gv, gu, X, n, nb, prefetch):
+    """gv_k += sum_j gu_j X[n, j, k] for k < LANES nb, in the fixed order of the compiled
+    kernel (plain Python): for each k, t = sum over j = 0, 1, ... in order, then gv_k += t.
+    ``prefetch`` (an offset in entries to the data to request, or 0) only moves data into the
+    caches. Compiled code calls :func:`_axpy_sample_simd`; this runs only under
+    NUMBA_DISABLE_JIT."""
+    Xn = X[n]
     for k in range(LANES * nb):
         t = 0.0
         for j in range(Xn.shape[0]):
@@ -210,78 +283,88 @@ def _axpy_lanes(gv, gu, Xn, nb):
 
 
 @intrinsic
-def _axpy_lanes_simd(typingctx, gv, gu, Xn, nb):
-    """LLVM vector code for :func:`_axpy_lanes`: 16 consecutive k in four <4 x double>
-    registers, summed over the D rows, then added to gv once (one store per entry and sample)."""
-    ok = (isinstance(Xn, types.Array) and Xn.ndim == 2 and Xn.layout == "C"
-          and Xn.dtype in (types.float64, types.float32))
-    for arr in (gv, gu):
-        ok = ok and (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
-                     and arr.dtype == types.float64)
-    if not ok:
-        raise errors.TypingError("_axpy_lanes_simd needs C-contiguous float arrays")
-    sig = types.void(gv, gu, Xn, types.intp)
+def _axpy_sample_simd(typingctx, gv, gu, X, n, nb, prefetch):
+    """LLVM vector code for :func:`_axpy_lanes`: 32 consecutive k in eight <4 x double>
+    registers (16 for the last block if nb is odd), summed over the D rows, then added to gv
+    once (one store per entry and sample). Several k side by side change no sum's order.
+
+    If ``prefetch`` is not 0, each row's lines at that offset (the next sample's block) are
+    requested with llvm.prefetch as the row is read: the memory streams in the next sample while
+    this one's arithmetic runs from cache."""
+    if not (_is_data(gv, 1, (types.float64,)) and _is_data(gu, 1, (types.float64,))
+            and _is_data(X, 3)):
+        raise errors.TypingError("_axpy_sample_simd needs C-contiguous float arrays")
+    sig = types.void(gv, gu, X, types.intp, types.intp, types.intp)
 
     def codegen(context, builder, signature, args):
         gva = context.make_array(signature.args[0])(context, builder, args[0])
         gua = context.make_array(signature.args[1])(context, builder, args[1])
         xty = signature.args[2]
         xa = context.make_array(xty)(context, builder, args[2])
-        nb = args[3]
-        D, d = cgutils.unpack_tuple(builder, xa.shape, 2)
-        vec = ir.VectorType(ir.DoubleType(), 4)
-        ety = context.get_data_type(xty.dtype)
-        zero = ir.Constant(vec, [0.0] * 4)
-        i32 = ir.IntType(32)
-        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(4)]
-        with cgutils.for_range(builder, nb) as lb:
-            base = builder.mul(lb.index, ir.Constant(nb.type, 16))
-            for acc in accs:
+        n, nb, pf = args[3], args[4], args[5]
+        it = nb.type
+        _, D, d = cgutils.unpack_tuple(builder, xa.shape, 3)
+        base_n = builder.mul(n, builder.mul(D, d))
+        zero = ir.Constant(_VEC, [0.0] * 4)
+        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(8)]
+        bytes_per = 4 if xty.dtype == types.float32 else 8
+        do_pf = builder.icmp_signed("!=", pf, ir.Constant(it, 0))
+
+        def block(col, k):
+            """gv[col : col + 4 k] += sum_j gu_j X[n, j, col : col + 4 k]."""
+            for acc in accs[:k]:
                 builder.store(zero, acc)
             with cgutils.for_range(builder, D) as lj:
                 g = builder.load(builder.gep(gua.data, [lj.index]))
-                gvec = ir.Constant(vec, ir.Undefined)
+                gvec = ir.Constant(_VEC, ir.Undefined)
                 for i in range(4):
-                    gvec = builder.insert_element(gvec, g, ir.Constant(i32, i))
-                row = builder.add(builder.mul(lj.index, d), base)
-                for i, acc in enumerate(accs):
-                    off = builder.add(row, ir.Constant(nb.type, 4 * i))
-                    ptr = builder.bitcast(builder.gep(xa.data, [off]),
-                                          ir.VectorType(ety, 4).as_pointer())
-                    x = builder.load(ptr, align=4 if xty.dtype == types.float32 else 8)
-                    if xty.dtype != types.float64:
-                        x = builder.fpext(x, vec)
+                    gvec = builder.insert_element(gvec, g, ir.Constant(_I32, i))
+                row = builder.add(builder.add(base_n, builder.mul(lj.index, d)), col)
+                with builder.if_then(do_pf, likely=True):
+                    ahead = builder.add(row, pf)
+                    for h in range(0, 4 * k, 64 // bytes_per):
+                        _prefetch(builder, builder.gep(xa.data,
+                                                       [builder.add(ahead, ir.Constant(it, h))]))
+                for i, acc in enumerate(accs[:k]):
+                    x = _load4(context, builder, xa, xty, builder.add(row, ir.Constant(it, 4 * i)))
                     builder.store(builder.fadd(builder.load(acc), builder.fmul(gvec, x)), acc)
-            for i, acc in enumerate(accs):
-                off = builder.add(base, ir.Constant(nb.type, 4 * i))
-                ptr = builder.bitcast(builder.gep(gva.data, [off]), vec.as_pointer())
+            for i, acc in enumerate(accs[:k]):
+                off = builder.add(col, ir.Constant(it, 4 * i))
+                ptr = builder.bitcast(builder.gep(gva.data, [off]), _VEC.as_pointer())
                 builder.store(builder.fadd(builder.load(ptr, align=8), builder.load(acc)), ptr,
                               align=8)
+
+        two = ir.Constant(it, 2)
+        with cgutils.for_range(builder, builder.udiv(nb, two)) as lw:
+            block(builder.mul(lw.index, ir.Constant(it, 32)), 8)
+        with builder.if_then(builder.icmp_unsigned("!=", builder.urem(nb, two),
+                                                   ir.Constant(it, 0))):
+            block(builder.mul(builder.sub(nb, ir.Constant(it, 1)), ir.Constant(it, 16)), 4)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
 @overload(_axpy_lanes, jit_options={"cache": True})
-def _axpy_lanes_jit(gv, gu, Xn, nb):
-    def impl(gv, gu, Xn, nb):
-        _axpy_lanes_simd(gv, gu, Xn, nb)
+def _axpy_lanes_jit(gv, gu, X, n, nb, prefetch):
+    def impl(gv, gu, X, n, nb, prefetch):
+        _axpy_sample_simd(gv, gu, X, n, nb, prefetch)
     return impl
 
 
 @jit
-def _axpy_rows(gv, gu, Xn):
-    """gv += sum_j gu_j X_n[j]: for each k the D terms summed in order j = 0, 1, ..., then added
-    to gv_k (:func:`_axpy_lanes` for the first LANES * (d // LANES) entries, the same order in
-    a scalar loop for the others)."""
-    D, d = Xn.shape
+def _axpy_rows(gv, gu, X, n, prefetch):
+    """gv += sum_j gu_j X[n, j]: for each k the D terms summed in order j = 0, 1, ..., then
+    added to gv_k (:func:`_axpy_lanes` for the first LANES * (d // LANES) entries, the same
+    order in a scalar loop for the others). ``prefetch``: see :func:`_axpy_sample_simd`."""
+    D, d = X.shape[1], X.shape[2]
     nb = d // LANES
     if nb > 0:
-        _axpy_lanes(gv, gu, Xn, nb)
+        _axpy_lanes(gv, gu, X, n, nb, prefetch)
     for k in range(nb * LANES, d):
         t = 0.0
         for j in range(D):
-            t += gu[j] * Xn[j, k]
+            t += gu[j] * X[n, j, k]
         gv[k] += t
 
 
@@ -308,13 +391,14 @@ def _head(U, yn, A, AT, p, nu, z, G):
 
 
 @jit
-def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA):
+def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA, prefetch):
     """Add samples lo..hi-1 to the accumulators gv, gA; return their (loss, error) sums.
 
     X is read from memory once: the update grad_v += sum_j gu_j X_nj (:func:`_axpy_rows`) finds
     the sample's D x d block (32 KiB at D = 16, d = 256) still in cache after the dot products
-    U = X_n v (:func:`_dot`). Every inner loop runs over contiguous memory and is elementwise, so
-    it vectorizes; the order of every sum is fixed by (lo, hi, D, d) alone."""
+    U = X_n v (:func:`_project`), and, if ``prefetch``, requests the next sample's block
+    meanwhile. Every inner loop runs over contiguous memory and is elementwise, so it
+    vectorizes; the order of every sum is fixed by (lo, hi, D, d) alone."""
     N, D, d = X.shape
     U = np.empty(D)
     z = np.empty(D)
@@ -323,9 +407,7 @@ def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA):
     loss = 0.0
     err = 0.0
     for n in range(lo, hi):
-        Xn = X[n]
-        for j in range(D):
-            U[j] = _dot(Xn[j], v)
+        _project(U, X, n, v)
         m = _head(U, y[n], A, AT, p, nu, z, G)
         l, dl = _logistic(m)
         loss += l
@@ -345,7 +427,7 @@ def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA):
             for j in range(D):
                 gArow[j] += gi * U[j]
                 gu[j] += gi * row[j]
-        _axpy_rows(gv, gu, Xn)
+        _axpy_rows(gv, gu, X, n, D * d if prefetch and n + 1 < N else 0)
     return loss, err
 
 
@@ -371,9 +453,12 @@ def _loss_grad_serial(X, y, v, A, p, nu):
     err_c = np.zeros(N_CHUNKS)
     gv_c = np.zeros((N_CHUNKS, d))
     gA_c = np.zeros((N_CHUNKS, D, D))
+    prefetch = X.size * X.itemsize >= PREFETCH_MIN_BYTES
     for c in range(N_CHUNKS):
+        if c * N // N_CHUNKS == (c + 1) * N // N_CHUNKS:
+            continue  # an empty chunk (N < N_CHUNKS) adds nothing: its accumulators stay 0
         loss_c[c], err_c[c] = _accumulate(X, y, v, A, AT, p, nu, c * N // N_CHUNKS,
-                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c])
+                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c], prefetch)
     return _merge(loss_c, err_c, gv_c, gA_c, N)
 
 
@@ -385,9 +470,10 @@ def _loss_grad_parallel(X, y, v, A, p, nu):
     err_c = np.zeros(N_CHUNKS)
     gv_c = np.zeros((N_CHUNKS, d))
     gA_c = np.zeros((N_CHUNKS, D, D))
+    prefetch = X.size * X.itemsize >= PREFETCH_MIN_BYTES
     for c in prange(N_CHUNKS):
         loss_c[c], err_c[c] = _accumulate(X, y, v, A, AT, p, nu, c * N // N_CHUNKS,
-                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c])
+                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c], prefetch)
     return _merge(loss_c, err_c, gv_c, gA_c, N)
 
 
@@ -399,8 +485,7 @@ def _margins_range(X, y, v, A, p, nu, lo, hi, out):
     z = np.empty(D)
     G = np.empty(D)
     for n in range(lo, hi):
-        for j in range(D):
-            U[j] = _dot(X[n, j], v)
+        _project(U, X, n, v)
         out[n] = _head(U, y[n], A, AT, p, nu, z, G)
 
 

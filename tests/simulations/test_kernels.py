@@ -233,15 +233,25 @@ import json, numpy as np
 from numba import config
 from patchassoc.simulations import kernels
 rng = np.random.default_rng(11)
-X = rng.standard_normal((6, 3, kernels.LANES + 9)) / 8
-y = np.where(rng.random(6) < 0.5, -1.0, 1.0)
-v = rng.standard_normal(X.shape[2])
-A = kernels.softmax_rows(rng.standard_normal((3, 3)))
-out = kernels.loss_and_grad(X, y, v, A, 5, 0.03)
-print(json.dumps({"jit_disabled": bool(config.DISABLE_JIT), "loss": out["loss"].hex(),
-                  "grad_v": [g.hex() for g in out["grad_v"]],
-                  "grad_A": [g.hex() for g in out["grad_A"].ravel()],
-                  "margins": [m.hex() for m in kernels.margins(X, y, v, A, 5, 0.03)]}))
+out = {"jit_disabled": bool(config.DISABLE_JIT)}
+# d = LANES + 9: one block of lanes and a tail; 3 LANES + 9: a double block (32 entries of
+# grad_v side by side), a single one and a tail; D = 3: a pair of rows summed side by side
+# and an odd last row
+for d in (kernels.LANES + 9, 3 * kernels.LANES + 9):
+    X = rng.standard_normal((6, 3, d)) / 8
+    y = np.where(rng.random(6) < 0.5, -1.0, 1.0)
+    v = rng.standard_normal(d)
+    A = kernels.softmax_rows(rng.standard_normal((3, 3)))
+    res = kernels.loss_and_grad(X, y, v, A, 5, 0.03)
+    # the prefetching path (data past PREFETCH_MIN_BYTES) on this small sample
+    gv, gA = np.zeros(d), np.zeros((3, 3))
+    loss, err = kernels._accumulate(X, y, v, A, np.ascontiguousarray(A.T), 5, 0.03, 0, 6, gv,
+                                    gA, True)
+    out[d] = {"loss": res["loss"].hex(), "grad_v": [g.hex() for g in res["grad_v"]],
+              "grad_A": [g.hex() for g in res["grad_A"].ravel()],
+              "margins": [m.hex() for m in kernels.margins(X, y, v, A, 5, 0.03)],
+              "prefetch": [g.hex() for g in (loss, err, *gv, *gA.ravel())]}
+print(json.dumps(out))
 """
 
 
