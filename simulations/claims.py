@@ -33,6 +33,7 @@ paper's Def. 2.2 with the set-mate share, SPEC section 3; the within-set mass is
 4. Every lemma of SPEC section 4 proved by sympy (:mod:`patchassoc.theory.lemmas`).
 5. Transfer (:func:`patchassoc.simulations.commands.transfer.claim5` on the transfer summary).
 6. Positional-attention ViT close to a standard ViT (:func:`patchassoc.simulations.commands.vit.claim6`).
+7. Scaling with d (:func:`patchassoc.simulations.commands.scaling.claim7` on the scaling summary).
 
 References
 ----------
@@ -53,7 +54,7 @@ from .results import read_json
 
 __all__ = ["CLAIM1_BAYES_FACTOR", "CLAIM3_BAYES_FACTOR", "STATUSES", "record", "not_run",
            "as_preview", "invariant_fraction", "controls_ok", "claim1", "claim1_point",
-           "claim2", "claim3", "claim4", "claim5", "claim6", "collect_from", "collect_live",
+           "claim2", "claim3", "claim4", "claim5", "claim6", "claim7", "collect_from", "collect_live",
            "summarize"]
 
 #: SPEC section 6 (the grid's own thresholds live in :mod:`patchassoc.simulations.claim_grid`
@@ -69,6 +70,7 @@ _TEXT = {
     "4": "the lemmas of SPEC section 4 are proved (sympy)",
     "5": "transfer: pretrained attention needs far fewer downstream samples",
     "6": "a positional-attention ViT performs close to a standard ViT",
+    "7": "scaling: errors and phase times move with d as the theorems say",
 }
 
 
@@ -404,6 +406,16 @@ def claim6(vit: dict | None, source: str = "vit") -> dict:
 
 
 # -- collecting ---------------------------------------------------------------------------------
+def claim7(scaling: dict | None, source: str = "scaling") -> dict:
+    """Claim 7: :func:`claim7` of the scaling command on its summary."""
+    if not scaling:
+        return not_run("7", "no scaling result (run `patchassoc scaling`)", source)
+    fn, mod = _helper(("patchassoc.simulations.commands.scaling",), "claim7")
+    if fn is None:
+        return not_run("7", "the scaling module provides no claim7", source)
+    return _wrap("7", fn(scaling), source)
+
+
 def _step_summary(folder: Path) -> dict | None:
     path = folder / "step.json"
     if not path.exists():
@@ -520,6 +532,8 @@ def collect_from(root: str | Path, quick: bool | None = None) -> list[dict]:
     claims.append(_guard("5", claim5, _step_summary(root / "transfer"),
                          source=str(root / "transfer")))
     claims.append(_guard("6", claim6, _step_summary(root / "vit"), source=str(root / "vit")))
+    claims.append(_guard("7", claim7, _step_summary(root / "scaling"),
+                         source=str(root / "scaling")))
     if quick:
         claims = [as_preview(c) for c in claims]
     return claims
@@ -573,6 +587,8 @@ def collect_live(config, seed: int = 0, *, train: bool = True, progress: bool = 
                                "check --from a reproduction)"))
     claims.append(not_run("6", "not computed by check (run `patchassoc vit`, or check --from "
                                "a reproduction)"))
+    claims.append(not_run("7", "not computed by check (run `patchassoc scaling`, or check "
+                               "--from a reproduction)"))
     return claims
 
 

@@ -201,13 +201,13 @@ def test_check_from_a_reproduction_folder(tmp_path, capsys):
     _reproduction(root)
     claims = cl.collect_from(root)
     by = {c["id"]: c for c in claims}
-    assert [c["id"] for c in claims] == ["1", "2", "3", "4", "5", "6"]
+    assert [c["id"] for c in claims] == ["1", "2", "3", "4", "5", "6", "7"]
     assert [by[k]["status"] for k in "1234"] == ["pass"] * 4
-    assert by["5"]["status"] == "not run" and by["6"]["status"] == "not run"
+    assert [by[k]["status"] for k in "567"] == ["not run"] * 3
     # the command: a reproduction folder must hold every result -> exit 1, JSON on stdout
     status = main(["check", "--from", str(root), "--json", "--out", str(tmp_path / "c")])
     out = json.loads(capsys.readouterr().out)
-    assert status == 1 and out["all_passed"] is False and out["not_run"] == ["5", "6"]
+    assert status == 1 and out["all_passed"] is False and out["not_run"] == ["5", "6", "7"]
     # the table prints every control under its claim, failing association
     main(["check", "--from", str(root), "--out", str(tmp_path / "c")])
     text = capsys.readouterr().out
@@ -240,7 +240,7 @@ def test_check_reproduce_step_reads_siblings(tmp_path):
     root = tmp_path / "repro"
     _reproduction(root)
     s = reproduce_step(root / "check", preset("ref"), 0, False, False)
-    # 5 and 6 not run: the claims' verdict is kept, but the step itself ran (not a failed step)
+    # 5 to 7 not run: the claims' verdict is kept, but the step itself ran (not a failed step)
     assert s["claims_exit_status"] == 1 and "exit_status" not in s and s["figures"] == []
     assert json.loads((root / "check" / "check.json").read_text())["claims"][0]["passed"]
     q = reproduce_step(root / "check", preset("ref"), 0, True, False)  # quick: previews
