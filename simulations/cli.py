@@ -49,6 +49,7 @@ COMMANDS: tuple[str, ...] = (
     "patchassoc.simulations.commands.grid",
     "patchassoc.simulations.commands.seeds",
     "patchassoc.simulations.commands.paper_figures",
+    "patchassoc.simulations.commands.scaling",
 )
 
 DEFAULT_OUT = Path("patchassoc-out")

@@ -1,0 +1,10 @@
+"""Tolerances of the scaling tests (tests/simulations/test_scaling.py), each with its reason.
+
+This module holds no test; it sits next to the tests that use it (common brief: tolerances live
+in tests/tolerances.py or a tolerances module next to the tests).
+"""
+
+#: A least-squares slope (or a local exponent) of exact power-law data: the logs of numbers of
+#: size <= 1e7 carry rounding ~1e-15 relative, divided by ln-spacings ~1, so 1e-9 is a wide floor
+#: that a wrong slope (off by >= 0.01 in these tests) can never meet.
+FIT_SLOPE_EXACT_ABS = 1e-9
