@@ -57,6 +57,8 @@ from patchassoc.theory.model import act, zero_one
 from patchassoc.theory.structure import Structure, within_set_mass
 
 from .. import kernels
+from .._jit import jit
+from ..kernels import _powers
 from ..sampler import check_sample_size, sample
 from ..train import TrainResult, gradient_descent
 
@@ -317,18 +319,81 @@ def method_logits(method: str, upstream: Upstream) -> tuple[np.ndarray, bool, bo
 
 
 # -- test error ---------------------------------------------------------------------------------
+@jit
+def _projections(y, lstar, u, sets, q, alpha, tau, g):
+    """U = alpha s + tau g, with s_j = 1 if u_j < q/2, -1 if u_j < q, 0 otherwise, then s_j = y
+    on the patches of set lstar: the same IEEE operations, in the same order, as the NumPy
+    expression it replaces (so the same bits)."""
+    n, D = u.shape
+    half = q / 2
+    U = np.empty((n, D))
+    s = np.empty(D)
+    for r in range(n):
+        for j in range(D):
+            s[j] = 1.0 if u[r, j] < half else (-1.0 if u[r, j] < q else 0.0)
+        for j in sets[lstar[r]]:
+            s[j] = y[r]
+        for j in range(D):
+            U[r, j] = alpha * s[j] + tau * g[r, j]
+    return U
+
+
+#: Bound on |f_fast - f_ref| of :func:`_count_errors`, in units of 2^-53 x sum_i (|z_i|^p +
+#: |nu z_i|), beyond the (2 log2 p + 1) multiplications of the repeated squaring: the reference
+#: t ** p (libm or SIMD pow, <= 4 ulps = 8 units allowed) and the two additions of act (4 units
+#: for both), then both sums of D terms (D - 1 units each, any order); doubled for second-order
+#: terms. An image whose fast |f| is within the bound is not counted fast.
+_AMBIGUOUS_UNITS = 12
+_AMBIGUOUS_FLOOR = 1e-300
+
+
+@jit
+def _count_errors(y, z, p, nu, units):
+    """Zero-one errors of the margins m = y sum_i act(z_i) of every row of z, or -1 if some
+    row's margin is too close to 0 for the fast arithmetic to decide its sign (the caller then
+    counts with the reference expression). act(t) = t^p + nu t by repeated squaring
+    (:func:`patchassoc.simulations.kernels._powers`): |f_fast - f_ref| <= units 2^-53 S +
+    floor, so outside that band both signs agree and neither margin is 0."""
+    n, D = z.shape
+    count = 0
+    for r in range(n):
+        f = 0.0
+        scale = 0.0
+        for i in range(D):
+            t = z[r, i]
+            _, tp = _powers(t, p)
+            f += tp + nu * t
+            scale += abs(tp) + abs(nu * t)
+        if not abs(f) > units * 2.0 ** -53 * scale + _AMBIGUOUS_FLOOR:
+            return -1
+        if y[r] * f < 0:
+            count += 1
+    return count
+
+
 def _projected_chunk(n: int, v: np.ndarray, w: np.ndarray, structure: Structure, q: float,
                      sigma: float, rng: np.random.Generator, orthogonal: bool):
     """y and the projections U (n, D) of n fresh images, drawn from their exact law."""
     y = rng.choice(np.array([-1.0, 1.0]), size=n)
     lstar = rng.integers(structure.L, size=n)
     u = rng.random((n, structure.D))
-    s = np.where(u < q / 2, 1.0, np.where(u < q, -1.0, 0.0))
-    s[np.arange(n)[:, None], structure.sets[lstar]] = y[:, None]
     alpha = float(v @ w)
     tau = sigma * (math.sqrt(max(float(v @ v) - alpha * alpha, 0.0)) if orthogonal
                    else float(np.linalg.norm(v)))
-    return y, alpha * s + tau * rng.standard_normal((n, structure.D))
+    g = rng.standard_normal((n, structure.D))
+    return y, _projections(y, lstar, u, structure.sets, float(q), alpha, tau, g)
+
+
+def _chunk_errors(y: np.ndarray, U: np.ndarray, A: np.ndarray, p: int, nu: float) -> float:
+    """Sum of the zero-one losses (ties 1/2) of m = y sum_i act((U A^T)_i): counted by the fast
+    kernel, or by the reference NumPy expression if some margin is within rounding of 0 (so the
+    count is the reference's whatever the arithmetic of the fast one)."""
+    z = U @ A.T
+    units = 2 * (2 * int(p).bit_length() + 1 + _AMBIGUOUS_UNITS + 2 * z.shape[1])
+    count = _count_errors(y, z, int(p), float(nu), float(units))
+    if count >= 0:
+        return float(count)
+    return float(zero_one(y * act(z, p, nu).sum(axis=1)).sum())
 
 
 def measure_test_error(v: np.ndarray, A: np.ndarray, w_tilde: np.ndarray, structure: Structure,
@@ -342,11 +407,11 @@ def measure_test_error(v: np.ndarray, A: np.ndarray, w_tilde: np.ndarray, struct
         n = min(setting.test_chunk, setting.n_test - done)
         if setting.test_mode == "projected":
             y, U = _projected_chunk(n, v, w_tilde, structure, setting.q, setting.sigma, rng, orth)
-            m = y * act(U @ A.T, p, nu).sum(axis=1)
+            total += _chunk_errors(y, U, A, p, nu)
         else:
             data = sample(n, w_tilde, structure, setting.q, setting.sigma, rng, orth)
             m = kernels.margins(data.X, data.y, v, A, p, nu)
-        total += float(zero_one(m).sum())
+            total += float(zero_one(m).sum())
         done += n
     return total / setting.n_test
 

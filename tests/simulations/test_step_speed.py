@@ -1,0 +1,68 @@
+"""The fast paths of a training step and of a transfer cell compute what they replace, bit for
+bit: the projected test error against its NumPy expression (counts over the test images), and
+gradient descent against its step written with the validated public kernels."""
+import math
+
+import numpy as np
+import pytest
+
+from patchassoc.simulations import kernels
+from patchassoc.simulations.train import gradient_descent
+from patchassoc.simulations.sampler import sample, unit_vector
+from patchassoc.simulations.transfer import tasks
+from patchassoc.theory.model import act, gram_grad, zero_one
+from patchassoc.theory.structure import random_partition
+
+
+def _numpy_test_error(v, A, w, structure, setting, p, nu, rng):
+    """The projected test error as plain NumPy (the expression the fast path replaces)."""
+    orth = setting.noise == "orthogonal"
+    total, done = 0.0, 0
+    while done < setting.n_test:
+        n = min(setting.test_chunk, setting.n_test - done)
+        y = rng.choice(np.array([-1.0, 1.0]), size=n)
+        lstar = rng.integers(structure.L, size=n)
+        u = rng.random((n, structure.D))
+        s = np.where(u < setting.q / 2, 1.0, np.where(u < setting.q, -1.0, 0.0))
+        s[np.arange(n)[:, None], structure.sets[lstar]] = y[:, None]
+        alpha = float(v @ w)
+        tau = setting.sigma * (math.sqrt(max(float(v @ v) - alpha * alpha, 0.0)) if orth
+                               else float(np.linalg.norm(v)))
+        U = alpha * s + tau * rng.standard_normal((n, structure.D))
+        total += float(zero_one(y * act(U @ A.T, p, nu).sum(axis=1)).sum())
+        done += n
+    return total / setting.n_test
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_projected_test_error_is_the_numpy_expression(case):
+    """Same draws, same count: v = 0 (every margin 0, ties counted 1/2 by the reference path),
+    tiny and large v, both noise laws, p = 1, 3, 5, a chunk that does not divide n_test."""
+    rng = np.random.default_rng(case)
+    S = random_partition(*[(4, 4), (2, 3), (3, 5), (8, 8)][case % 4], rng)
+    w = unit_vector(32, rng)
+    v = [0.0, 1e-3, 0.3, 2.0][case % 4] * (rng.standard_normal(32) / 6 + w)
+    A = kernels.softmax_rows(rng.standard_normal((S.D, S.D)) * (case % 3) * 2)
+    setting = tasks.TransferSetting(sigma=[0.0, 0.2, 1.0][case % 3], q=0.3,
+                                    noise=("isotropic", "orthogonal")[case % 2],
+                                    n_test=3001, test_chunk=1000)
+    p, nu = (1, 3, 5)[case % 3], (0.0, 0.03)[case % 2]
+    fast = tasks.measure_test_error(v, A, w, S, setting, p, nu, np.random.default_rng(9))
+    ref = _numpy_test_error(v, A, w, S, setting, p, nu, np.random.default_rng(9))
+    assert fast == ref
+    if case % 4 == 0:
+        assert fast == 0.5  # every margin is 0: a tie each
+
+
+def test_fast_count_defers_margins_within_rounding_of_zero():
+    """A row whose margin cancels (act is odd: act(t) + act(-t) = 0) is not decided by the
+    fast count (-1: the caller counts with the reference expression); clear rows are counted,
+    and a wrong sign would be seen."""
+    units = 100.0
+    z = np.array([[0.7, 0.1], [-0.7, 0.1], [0.3, -0.3]])
+    y = np.array([1.0, 1.0, 1.0])
+    assert tasks._count_errors(y[:2], z[:2], 3, 0.03, units) == 1
+    assert tasks._count_errors(-y[:2], z[:2], 3, 0.03, units) == 1
+    assert tasks._count_errors(np.array([-1.0, 1.0]), z[:2], 3, 0.03, units) == 2
+    assert tasks._count_errors(y, z, 3, 0.03, units) == -1
+    assert tasks._chunk_errors(y, z, np.eye(2), 3, 0.03) == 1.5
