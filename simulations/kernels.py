@@ -478,6 +478,29 @@ def _loss_grad_parallel(X, y, v, A, p, nu):
 
 
 @jit
+def _step_serial(X, y, v, Q, p, nu):
+    """One step's quantities in one call, for callers that loop on arrays they validated once
+    (:func:`patchassoc.simulations.train.gradient_descent`): A = softmax(Q), then
+    :func:`_loss_grad_serial` and :func:`_grad_logits`, the same kernels as
+    :func:`loss_and_grad`, so the same numbers, without the per-call checks and dispatches."""
+    A = _softmax_rows(Q)
+    loss, err, gv, gA = _loss_grad_serial(X, y, v, A, p, nu)
+    return A, loss, err, gv, gA, _grad_logits(A, gA)
+
+
+def step_quantities(X, y, v, Q, p, nu):
+    """(A, loss, error, grad_v, grad_A, grad_Q) at logits Q, for arrays already validated (X, y
+    by :func:`check_data`; v, Q float64, C-contiguous, the right shapes; p an int): the numbers
+    of ``softmax_rows`` then ``loss_and_grad``, with no check. Non-finite v or Q give non-finite
+    results, never an error."""
+    if X.size >= PARALLEL_MIN_ENTRIES:
+        A = _softmax_rows(Q)
+        loss, err, gv, gA = _loss_grad_parallel(X, y, v, A, p, nu)
+        return A, loss, err, gv, gA, _grad_logits(A, gA)
+    return _step_serial(X, y, v, Q, p, nu)
+
+
+@jit
 def _margins_range(X, y, v, A, p, nu, lo, hi, out):
     D = X.shape[1]
     AT = np.ascontiguousarray(A.T)

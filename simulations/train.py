@@ -188,13 +188,19 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         rows["row_sums"].append(_logits(theta, gram).sum(axis=1))
         rows["A"].append(A.copy())
 
+    # v, theta, p and nu validated once, as every step used to; the loop then calls the same
+    # kernels without the per-call checks (a non-finite v or theta gives a non-finite loss or
+    # gradient, which stops the run below)
+    _, _, v, _, p, nu = kernels._check_model_args(
+        train_X, train_y, v, kernels.softmax_rows(_logits(theta, gram)), p, nu, data_checked=True)
+    keys = ("A", "loss", "error", "grad_v", "grad_A", "grad_Q")
     try:
         while True:
-            Q = _logits(theta, gram)
-            A = kernels.softmax_rows(Q)
-            out = kernels.loss_and_grad(train_X, train_y, v, A, p, nu, data_checked=True)
-            if not (math.isfinite(out["loss"]) and np.all(np.isfinite(out["grad_v"]))
-                    and np.all(np.isfinite(out["grad_Q"]))):
+            Q = np.ascontiguousarray(_logits(theta, gram))
+            out = dict(zip(keys, kernels.step_quantities(train_X, train_y, v, Q, p, nu)))
+            A = out.pop("A")
+            if not (math.isfinite(out["loss"]) and np.isfinite(out["grad_v"]).all()
+                    and np.isfinite(out["grad_Q"]).all()):
                 status = f"non-finite at step {step}"
                 break
             converged = tol is not None and out["loss"] <= tol

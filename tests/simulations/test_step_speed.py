@@ -66,3 +66,55 @@ def test_fast_count_defers_margins_within_rounding_of_zero():
     assert tasks._count_errors(np.array([-1.0, 1.0]), z[:2], 3, 0.03, units) == 2
     assert tasks._count_errors(y, z, 3, 0.03, units) == -1
     assert tasks._chunk_errors(y, z, np.eye(2), 3, 0.03) == 1.5
+
+
+def _public_kernel_descent(data, theta, v, p, nu, eta_v, eta_Q, steps, gram, fixed):
+    """Gradient descent written with the validated public kernels (what every step of
+    ``gradient_descent`` used to call): final (v, theta) and the loss of every step."""
+    losses = []
+    for _ in range(steps + 1):
+        A = kernels.softmax_rows(theta @ theta.T if gram else theta)
+        out = kernels.loss_and_grad(data.X, data.y, v, A, p, nu)
+        losses.append(out["loss"])
+        if len(losses) > steps:
+            break
+        v = v - eta_v * out["grad_v"]
+        g = gram_grad(out["grad_Q"], theta) if gram else out["grad_Q"].copy()
+        if fixed:
+            np.fill_diagonal(g, 0.0)
+        theta = theta - eta_Q * g
+    return v, theta, losses
+
+
+@pytest.mark.parametrize("gram, fixed, d", [(False, False, 20), (False, True, 37), (True, False, 16)])
+def test_gradient_descent_is_the_public_kernels_step_bit_for_bit(gram, fixed, d):
+    rng = np.random.default_rng(d)
+    S = random_partition(2, 3, rng)
+    w = unit_vector(d, rng)
+    data = sample(7, w, S, q=0.4, sigma=0.5 / math.sqrt(d), rng=rng)
+    v0 = 0.3 * rng.standard_normal(d)
+    theta0 = np.eye(S.D) + 0.1 * rng.standard_normal((S.D, S.D))
+    steps = 12
+    traj = gradient_descent(data, theta0, v0, p=5, nu=0.03, eta_v=0.5, eta_Q=2.0, steps=steps,
+                            at=range(steps + 1), w_star=w, gram=gram,
+                            diagonal="fixed" if fixed else "trained")
+    v, theta, losses = _public_kernel_descent(data, theta0, v0, 5, 0.03, 0.5, 2.0, steps, gram,
+                                              fixed)
+    assert traj.status == "ok" and traj.steps_done == steps
+    assert np.array_equal(traj.v, v) and np.array_equal(traj.theta, theta)
+    assert np.array_equal(traj.train_loss, losses)
+    assert not np.array_equal(v, v0)  # it moved: the comparison can fail
+
+
+def test_gradient_descent_stops_on_a_non_finite_step():
+    """A step size that overflows the parameters stops the run with its status (the loop no
+    longer validates v and theta on every step; a non-finite one shows in the loss or the
+    gradient)."""
+    rng = np.random.default_rng(0)
+    S = random_partition(2, 2, rng)
+    w = unit_vector(8, rng)
+    data = sample(5, w, S, q=0.4, sigma=0.1, rng=rng)
+    traj = gradient_descent(data, np.eye(S.D), rng.standard_normal(8), p=5, nu=0.03,
+                            eta_v=1e300, eta_Q=1e300, steps=5, at=[0, 5], w_star=w)
+    assert traj.status.startswith("non-finite at step")
+    assert np.all(np.isfinite(traj.train_loss))
