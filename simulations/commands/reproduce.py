@@ -5,14 +5,15 @@ a re-run skips the steps whose ``step.json`` exists (``--force`` reruns them). A
 is reported and the others still run; the exit status is 1 if any step failed.
 
 Steps side by side. With ``--jobs J`` (default: every core this process may use) up to J steps
-run at once, each in its own process on one core (``PATCHASSOC_JOBS=1``; ``NUMBA_NUM_THREADS``
-and ``OMP_NUM_THREADS``, which torch also follows, set to 1), its output in ``<step>/step.log``. A step starts once the steps it reads
-(:data:`AFTER`) have finished, the one with the longest chain of work behind it first
-(:data:`COST`, single-core CPU-seconds measured in a full run), so the cores stay busy until the
-end; a step that starts when nothing else is
-left to run gets every core. The results are the same as with ``--jobs 1`` (every step is
-deterministic whatever its thread count), which runs the steps one after the other in this
-process, with their own progress bars.
+run at once, in J worker processes (each kept for several steps, so the imports and the Numba
+kernels load once per worker). A step runs on one core (``PATCHASSOC_JOBS=1``, one Numba thread,
+``OMP_NUM_THREADS=1``, which torch follows too) and writes its output to ``<step>/step.log``. It
+starts once the steps it reads (:data:`AFTER`) have finished; among the ready steps, the one with
+the longest chain of work behind it starts first (:data:`COST`: single-core CPU-seconds measured
+in a full run), so the cores stay busy until the end. The last step to start gets the cores no
+other step is using. The results are the same as with ``--jobs 1`` (every step is deterministic
+whatever its thread count), which runs the steps one after the other in this process, with
+their own progress bars.
 """
 from __future__ import annotations
 
@@ -120,21 +121,42 @@ def _run_one(name: str, module: str, folder: Path, config, seed: int, quick: boo
                 "cpu_seconds": _cpu_seconds() - c0, "error": f"{type(exc).__name__}: {exc}"}
 
 
-def _child(name: str, module: str, folder: str, config_json: str, seed: int, quick: bool,
-           record_path: str) -> None:
-    """A step in its own process (spawned): output to ``step.log``, record to ``record_path``."""
+def _worker(conn, config_json: str, seed: int, quick: bool) -> None:
+    """A step process (spawned, kept for several steps so imports and loaded Numba kernels are
+    paid once): receives (name, module, folder, cores), runs the step with ``cores`` threads and
+    its output in ``<folder>/step.log``, sends back the record; ``None`` ends it."""
     from patchassoc.theory.config import Config
-    folder_p = Path(folder)
-    folder_p.mkdir(parents=True, exist_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    fd = os.open(folder_p / "step.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
     config = Config.from_dict(json.loads(config_json))
-    record = _run_one(name, module, folder_p, config, seed, quick, progress=True)
-    write_json(Path(record_path), record)
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        name, module, folder, cores = task
+        folder_p = Path(folder)
+        folder_p.mkdir(parents=True, exist_ok=True)
+        os.environ["PATCHASSOC_JOBS"] = str(cores)
+        try:
+            import numba
+            numba.set_num_threads(min(cores, numba.config.NUMBA_NUM_THREADS))
+        except Exception:  # noqa: BLE001 - threads are a hint
+            pass
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        fd = os.open(folder_p / "step.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        try:
+            record = _run_one(name, module, folder_p, config, seed, quick, progress=True)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        conn.send(record)
 
 
 def _order(names: list[str]) -> dict[str, tuple[str, ...]]:
@@ -162,16 +184,17 @@ def _priority(deps: dict[str, tuple[str, ...]]) -> dict[str, float]:
 
 def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: int,
                       done: set[str]) -> dict[str, dict]:
-    """Run ``todo`` on ``jobs`` processes (see the module notes); returns their records."""
+    """Run ``todo`` on ``jobs`` worker processes (see the module notes); their records."""
     import multiprocessing as mp
+    from multiprocessing.connection import wait
     spawn = mp.get_context("spawn")
     names = [n for n, _, _ in todo]
     deps = _order(names + sorted(done))
     info = {n: (m, w) for n, m, w in todo}
     priority = _priority(deps)
     pending = list(names)
-    running: dict[str, tuple] = {}
     results: dict[str, dict] = {}
+    workers: list[dict] = []    # {"proc", "conn", "step": name or None, "t0"}
     config_json = ctx.config.to_json()
     bar = progress_bar(total=len(names), desc="reproduce", enable=ctx.progress, unit="step")
 
@@ -179,70 +202,90 @@ def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: in
         if ctx.progress and not ctx.json:
             bar.write(msg, file=sys.stderr)
 
-    def start(name: str, cores: int) -> None:
-        folder = out / name
-        folder.mkdir(parents=True, exist_ok=True)
-        record_path = folder / ".step-record.json"
-        record_path.unlink(missing_ok=True)
-        env = dict(_ONE_CORE) if cores == 1 else {"PATCHASSOC_JOBS": str(cores)}
-        saved = {k: os.environ.get(k) for k in _ONE_CORE}
+    def new_worker() -> dict:
+        # one Numba, BLAS and torch thread unless a step is given more (numba.set_num_threads)
+        env = dict(_ONE_CORE, NUMBA_NUM_THREADS=str(jobs))
+        saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
-            proc = spawn.Process(target=_child, name=f"reproduce-{name}",
-                                 args=(name, info[name][0], str(folder), config_json, ctx.seed,
-                                       bool(ctx.args.quick), str(record_path)))
+            parent, child = spawn.Pipe()
+            proc = spawn.Process(target=_worker, name="reproduce-worker",
+                                 args=(child, config_json, ctx.seed, bool(ctx.args.quick)))
             proc.start()
+            child.close()
         finally:
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        running[name] = (proc, time.perf_counter(), record_path)
-        say(f"[reproduce] {name}: {info[name][1]} ... ({cores} core{'s' if cores > 1 else ''}; "
-            f"log {folder / 'step.log'})")
+        w = {"proc": proc, "conn": parent, "step": None, "t0": 0.0}
+        workers.append(w)
+        return w
+
+    def running() -> list[dict]:
+        return [w for w in workers if w["step"] is not None]
+
+    def finish(w: dict, rec: dict) -> None:
+        name = w["step"]
+        w["step"] = None
+        results[name] = rec
+        bar.update(1)
+        state = "done" if rec.get("ok") else f"FAILED: {rec.get('error', 'see its log')}"
+        say(f"[reproduce] {name}: {state} in {rec['seconds']:.1f} s")
 
     try:
-        while pending or running:
+        while pending or running():
             finished = set(results) | done
-            while len(running) < jobs:
+            while len(running()) < jobs:
                 ready = [n for n in pending if all(d in finished for d in deps[n])]
                 if not ready:
                     break
                 name = max(ready, key=lambda n: (priority[n], -names.index(n)))
                 pending.remove(name)
-                alone = not pending and not running
-                start(name, jobs if alone else 1)
-            time.sleep(0.2)
-            for name, (proc, t0, record_path) in list(running.items()):
-                if proc.is_alive():
-                    continue
-                proc.join()
-                del running[name]
-                if record_path.exists():
-                    rec = read_json(record_path)
-                    record_path.unlink(missing_ok=True)
-                else:
-                    rec = {"step": name, "ok": False, "seconds": time.perf_counter() - t0,
-                           "error": f"the step's process exited with code {proc.exitcode} "
-                                    f"(see {out / name / 'step.log'})"}
-                results[name] = rec
-                bar.update(1)
-                state = "done" if rec.get("ok") else \
-                    f"FAILED: {rec.get('error', 'see its log')}"
-                say(f"[reproduce] {name}: {state} in {rec['seconds']:.1f} s")
-            if running:
-                now = time.perf_counter()
-                bar.set_postfix_str(", ".join(f"{n} {now - t0:.0f} s"
-                                              for n, (_, t0, _) in running.items()),
-                                    refresh=False)
+                cores = jobs - len(running()) if not pending else 1
+                idle = [w for w in workers if w["step"] is None]
+                w = idle[0] if idle else new_worker()
+                folder = out / name
+                w["conn"].send((name, info[name][0], str(folder), cores))
+                w["step"], w["t0"] = name, time.perf_counter()
+                say(f"[reproduce] {name}: {info[name][1]} ... ({cores} "
+                    f"core{'s' if cores > 1 else ''}; log {folder / 'step.log'})")
+            busy = running()
+            ready_objs = wait([w["conn"] for w in busy] + [w["proc"].sentinel for w in busy],
+                              timeout=1.0)
+            for w in busy:
+                if w["conn"] in ready_objs:
+                    try:
+                        finish(w, w["conn"].recv())
+                        continue
+                    except (EOFError, OSError):
+                        pass
+                if w["conn"] in ready_objs or w["proc"].sentinel in ready_objs:
+                    if w["conn"].poll():
+                        finish(w, w["conn"].recv())
+                        continue
+                    w["proc"].join()
+                    workers.remove(w)
+                    finish(w, {"step": w["step"], "ok": False,
+                               "seconds": time.perf_counter() - w["t0"],
+                               "error": f"the step's process exited with code "
+                                        f"{w['proc'].exitcode} (see "
+                                        f"{out / w['step'] / 'step.log'})"})
+            now = time.perf_counter()
+            bar.set_postfix_str(", ".join(f"{w['step']} {now - w['t0']:.0f} s"
+                                          for w in running()), refresh=False)
+        for w in workers:
+            w["conn"].send(None)
+        for w in workers:
+            w["proc"].join(timeout=30)
     except KeyboardInterrupt:
         # Ctrl-C reaches the steps too (same process group): let them keep what they finished
-        for proc, _, _ in running.values():
-            proc.join(timeout=10)
-            if proc.is_alive():
-                proc.terminate()
-                proc.join()
+        for w in workers:
+            w["proc"].join(timeout=10)
+            if w["proc"].is_alive():
+                w["proc"].terminate()
+                w["proc"].join()
         raise
     finally:
         bar.close()

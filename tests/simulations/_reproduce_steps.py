@@ -17,7 +17,9 @@ def _meet(out: Path, me: str, other: str, timeout: float = 60.0) -> bool:
 
 
 def _env() -> dict:
-    return {k: os.environ.get(k) for k in ("PATCHASSOC_JOBS", "NUMBA_NUM_THREADS")}
+    import numba
+    return {"PATCHASSOC_JOBS": os.environ.get("PATCHASSOC_JOBS"),
+            "numba_threads": numba.get_num_threads(), "pid": os.getpid()}
 
 
 def reproduce_first(out, config, seed, quick, progress):
@@ -31,7 +33,7 @@ def reproduce_second(out, config, seed, quick, progress):
 
 def reproduce_reader(out, config, seed, quick, progress):
     return {"read": {n: (out.parent / n / "step.json").exists() for n in ("first", "second")},
-            "figures": []}
+            "env": _env(), "figures": []}
 
 
 def reproduce_crash(out, config, seed, quick, progress):

@@ -55,8 +55,9 @@ def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, caps
                                              ("second", mod, "waits for first"),
                                              ("reader", mod, "reads first"),
                                              ("crash", mod, "dies")))
-    monkeypatch.setattr(reproduce, "AFTER", {"reader": ("first", "second")})
+    monkeypatch.setattr(reproduce, "AFTER", {"reader": ("first", "second", "crash")})
     monkeypatch.setattr(reproduce, "COST", {"first": 3, "second": 2, "crash": 1, "reader": 0})
+    # crash starts in the worker of first or second when it is done; reader starts last, alone
     out = tmp_path / "repro"
     status = main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
                    "--jobs", "2"])
@@ -67,7 +68,12 @@ def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, caps
     assert steps["first"]["summary"]["saw_other_start"] is True
     assert steps["second"]["summary"]["saw_other_start"] is True
     assert steps["reader"]["summary"]["read"] == {"first": True, "second": True}
-    # each side-by-side step ran on one core, and its output went to its log
-    assert steps["first"]["summary"]["env"] == {"PATCHASSOC_JOBS": "1", "NUMBA_NUM_THREADS": "1"}
+    # each side-by-side step ran on one core, and its output went to its log; the last step
+    # to start, alone, got both cores, in one of the two workers (kept for several steps)
+    env = {k: steps[k]["summary"]["env"] for k in ("first", "second", "reader")}
+    assert {k: (e["PATCHASSOC_JOBS"], e["numba_threads"]) for k, e in env.items()} == \
+        {"first": ("1", 1), "second": ("1", 1), "reader": ("2", 2)}
+    assert env["first"]["pid"] != env["second"]["pid"]
+    assert env["reader"]["pid"] in (env["first"]["pid"], env["second"]["pid"])
     assert "first is running" in (out / "first" / "step.log").read_text()
     assert list(summary["order"]) == ["first", "second", "reader", "crash"]
