@@ -28,7 +28,8 @@ Digits recipe (both models): token width 64, 2 blocks, 4 heads, MLP 128, mean po
 (lr 1e-3, weight decay 0.05), batch 32, 30 epochs, 3 warm-up epochs then cosine decay, no
 augmentation. Seeds 0..K-1 (offset by ``--seed``); each seed fixes the initial weights and the
 batch order, shared by the two models (a paired comparison). The digits runs use one PyTorch
-thread each and two runs at a time (``--jobs``). CIFAR/SVHN recipe: 4 x 4 patches (8 x 8
+thread each and two runs at a time (``--jobs``; ``PATCHASSOC_JOBS`` when set, e.g. 1 when
+``reproduce`` runs this step on one core beside another). CIFAR/SVHN recipe: 4 x 4 patches (8 x 8
 grid), width 192, 6 blocks, 6 heads, light augmentation (random crop; flips for CIFAR), meant for
 ``--device cuda``. Every recipe field above can be overridden from the command line where an
 option exists (``--epochs --lr --batch-size --dim --depth --heads``).
@@ -69,7 +70,8 @@ DIGITS_FLOOR = 0.93
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render", "claim6", "reproduce_step",
            "MAX_GAP_POINTS", "DIGITS_FLOOR", "default_threads", "default_jobs", "run_comparison",
-           "REPRODUCE_FULL", "REPRODUCE_QUICK", "figure_readings", "controls_text"]
+           "REPRODUCE_FULL", "REPRODUCE_QUICK", "figure_readings", "controls_text",
+           "preview_reasons", "DECLARED_SEEDS"]
 
 
 def _positive_int(text: str) -> int:
@@ -106,7 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="PyTorch CPU threads (default: 1 for the digits, whose matrices are too "
                         "small to gain from more; all cores otherwise)")
     g.add_argument("--jobs", type=_positive_int, default=None, metavar="J",
-                   help="runs trained at once in separate processes (default: up to 2 for the "
+                   help="runs trained at once in separate processes, each with --threads "
+                        "torch threads (default: $PATCHASSOC_JOBS if set, else up to 2 for the "
                         "digits on CPU, 1 otherwise)")
     g.add_argument("--positional", choices=("positional", "logits"), default="positional",
                    help="the positional model: softmax(P W_h P^T) per head (default), or free "
@@ -146,8 +149,19 @@ def default_threads(data: str) -> int:
 
 
 def default_jobs(data: str, device: str) -> int:
-    """Runs trained at once when --jobs is not given: the digits runs are small and
-    single-threaded, so two processes use two cores; a benchmark run owns the machine."""
+    """Runs trained at once when --jobs is not given: ``PATCHASSOC_JOBS`` when it is set
+    (``reproduce`` sets it to 1 for a step it runs beside others: one process, one core);
+    otherwise, for the digits on CPU, two processes (the runs are small and single-threaded, so
+    two use two cores); a benchmark run owns the machine (1)."""
+    env = os.environ.get("PATCHASSOC_JOBS", "").strip()
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise UsageError(f"PATCHASSOC_JOBS must be a positive integer, got {env!r}")
+        return value
     return min(2, os.cpu_count() or 1) if (data == "digits" and device == "cpu") else 1
 
 
@@ -297,6 +311,47 @@ def controls_text(summary: dict) -> str:
     return "controls: " + ("; ".join(parts) if parts else "not run")
 
 
+#: Seeds of claim 6's declared study (SPEC section 6: seeds 0..4).
+DECLARED_SEEDS = 5
+
+
+def preview_reasons(summary: dict) -> list[str]:
+    """Why a digits run is smaller than claim 6's declared study (SPEC section 6: the full
+    1347/450 split, the digits recipe of :mod:`~patchassoc.simulations.vit.train`, >= 5 seeds),
+    as short phrases; empty for the declared study, a larger one, or another data set (which has
+    no declared study). Such a run, e.g. ``reproduce --quick``'s 2-epoch preview, is a pipeline
+    check: its numbers decide nothing."""
+    if summary.get("data") != "digits":
+        return []
+    from ..vit.data import DIGITS_SPLIT
+
+    reasons = []
+    n_train = summary.get("n_train")
+    if n_train is not None and n_train < DIGITS_SPLIT[0]:
+        reasons.append(f"{n_train} of {DIGITS_SPLIT[0]} training images")
+    recipe = summary.get("recipe")
+    if recipe:
+        from ..vit.train import RECIPES
+
+        declared = RECIPES["digits"].to_dict()
+        changed = [f"{k} {recipe[k]} (declared {v})" for k, v in declared.items()
+                   if k in recipe and recipe[k] != v]
+        reasons += changed
+    n_seeds = len(summary.get("seeds") or [])
+    if n_seeds < DECLARED_SEEDS:
+        reasons.append(f"{n_seeds} seed{'s' if n_seeds != 1 else ''} (declared "
+                       f"{DECLARED_SEEDS})")
+    return reasons
+
+
+def _preview_text(summary: dict) -> str:
+    reasons = preview_reasons(summary)
+    if not reasons:
+        return ""
+    return ("A pipeline check, not a result: this run is smaller than claim 6's declared study ("
+            + ", ".join(reasons) + "), so its accuracies say nothing about the claim. ")
+
+
 def claim6(summary: dict, max_gap_points: float = MAX_GAP_POINTS,
            floor: float | None = None) -> dict:
     """Claim 6 from a ``patchassoc vit`` summary (SPEC section 6): the 95 % CI of the paired gap
@@ -329,8 +384,13 @@ def claim6(summary: dict, max_gap_points: float = MAX_GAP_POINTS,
     claim = (f"the 95 % CI of the paired accuracy gap (positional-only attention minus standard "
              f"ViT) lies inside +-{max_gap_points:g} points"
              + (f" (both >= {100 * floor:g} %)" if floor > 0 else ""))
-    return dict(claim=claim, measured=measured, ci=[lo, hi], threshold=max_gap_points,
-                passed=passed, detail=detail)
+    out = dict(claim=claim, measured=measured, ci=[lo, hi], threshold=max_gap_points,
+               passed=passed, detail=detail)
+    reasons = preview_reasons(summary)
+    if reasons:  # never decides the claim (the claims module keeps it as a preview)
+        out.update(status="preview", preview_reasons=reasons,
+                   detail=_preview_text(summary) + detail)
+    return out
 
 
 def reproduce_step(out_dir: Path, config=None, seed: int = 0, quick: bool = False,
@@ -408,12 +468,14 @@ def figure_readings(summary: dict) -> dict[str, str]:
     kind = _positional_kind(s)
     gap = s[f"gap_{kind}"]
     pos = s[kind]["attention_distance_per_layer"]
+    verdict = ("no verdict from a preview" if preview_reasons(s)
+               else "passed" if s.get("claim6", {}).get("passed") else "failed")
     out = {"vit_attention": (
         f"Real images, small scale ({s.get('data')}, {len(s.get('seeds', []))} seeds, same "
         f"widths, depth, heads and recipe for every model). Mean test accuracy: positional-"
         f"attention ViT {_ci_text(s[kind]['accuracy'])}, standard ViT "
         f"{_ci_text(s['content']['accuracy'])}; paired gap {_ci_text(gap, True)} points "
-        f"(claim 6: {'passed' if s.get('claim6', {}).get('passed') else 'failed'}, the 95 % CI "
+        f"(claim 6: {verdict}, the 95 % CI "
         f"must lie inside +-{MAX_GAP_POINTS:g} points). {controls_text(s).capitalize()}. The "
         f"panels draw the positional model's learned attention for a few query patches over "
         f"the patch grid, beside the standard ViT's attention averaged over test images; mean "
@@ -421,7 +483,8 @@ def figure_readings(summary: dict) -> dict[str, str]:
         f"(uniform attention {_num(s.get('uniform_attention_distance'), '.2f')}).")}
     if s.get("shuffle"):
         out["vit_shuffle"] = _shuffle_reading(s["shuffle"])
-    return out
+    prefix = _preview_text(s)
+    return {k: prefix + v for k, v in out.items()}
 
 
 def _pct(ci: dict) -> str:
@@ -506,8 +569,12 @@ def render(summary: dict) -> str:
     if summary.get("shuffle"):
         lines.extend(_shuffle_lines(summary["shuffle"]))
     c = summary["claim6"]
-    lines.append(f"claim 6 {'PASSED' if c['passed'] else 'FAILED'}: {c['claim']}: measured gap "
+    verdict = ("PREVIEW (no verdict)" if c.get("status") == "preview"
+               else "PASSED" if c["passed"] else "FAILED")
+    lines.append(f"claim 6 {verdict}: {c['claim']}: measured gap "
                  f"{c['measured']:+.2f} points, CI [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]")
+    if c.get("status") == "preview":
+        lines.append(f"  {_preview_text(summary).strip()}")
     lines.append(f"  {controls_text(summary)}")
     lines.append(f"time: {summary['wall_s']:.0f} s wall, {summary['cpu_s']:.0f} s CPU "
                  f"({summary['jobs']} process(es) x {summary['torch_threads']} torch thread(s))")
