@@ -379,13 +379,16 @@ def write_report(folder: str | Path) -> Path:
                 lines += [text, ""]
     lines += ["## Run", "", f"- command: `patchassoc reproduce{' --quick' if meta.get('quick') else ''}"
               f" --seed {meta.get('seed', 0)}`", f"- seed: {meta.get('seed', 0)}",
-              f"- total time: {meta.get('seconds', 0):.1f} s", "", "| step | status | seconds |",
-              "|---|---|---|"]
+              f"- total time: {meta.get('seconds', 0):.1f} s wall, "
+              f"{meta.get('cpu_seconds', 0):.0f} CPU-s, steps on {meta.get('jobs', 1)} "
+              f"process(es) side by side", "",
+              "| step | status | seconds (wall) | CPU-seconds |", "|---|---|---|---|"]
     for name, rec in steps.items():
         state = "ok" if rec.get("ok") else "FAILED"
         if rec.get("skipped"):
             state += " (from an earlier run)"
-        lines.append(f"| {name} | {state} | {rec.get('seconds', 0):.1f} |")
+        lines.append(f"| {name} | {state} | {rec.get('seconds', 0):.1f} | "
+                     f"{rec.get('cpu_seconds', 0):.1f} |")
     config = meta.get("config") or {}
     if config:
         lines += ["", "Configuration (resolved):", "", "```json"]
