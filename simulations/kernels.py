@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 from llvmlite import ir
 from numba import errors, types
@@ -87,9 +88,10 @@ LANES = 16
 #: Data of at least this many bytes is streamed from memory with software prefetch: while a
 #: sample's block is read from cache for its grad_v update, the next sample's block is requested
 #: (:func:`_axpy_sample_simd`), so the memory is busy during that arithmetic too. Smaller data
-#: sits in the caches (2 MiB: the L2 of one core of the machines measured), where a prefetch
-#: is only an extra instruction. A prefetch is a hint: it never changes a value.
-PREFETCH_MIN_BYTES = 1 << 21
+#: sits in the caches, where the hardware prefetcher suffices and a software prefetch is an
+#: extra instruction (measured at D = 16, d = 256, one thread: about 5 % slower up to 8 MiB,
+#: faster from 16 MiB on). A prefetch is a hint: it never changes a value.
+PREFETCH_MIN_BYTES = 1 << 24
 
 _I32 = ir.IntType(32)
 _VEC = ir.VectorType(ir.DoubleType(), 4)
@@ -493,7 +495,7 @@ def step_quantities(X, y, v, Q, p, nu):
     by :func:`check_data`; v, Q float64, C-contiguous, the right shapes; p an int): the numbers
     of ``softmax_rows`` then ``loss_and_grad``, with no check. Non-finite v or Q give non-finite
     results, never an error."""
-    if X.size >= PARALLEL_MIN_ENTRIES:
+    if _threaded(X):
         A = _softmax_rows(Q)
         loss, err, gv, gA = _loss_grad_parallel(X, y, v, A, p, nu)
         return A, loss, err, gv, gA, _grad_logits(A, gA)
@@ -532,6 +534,13 @@ def _margins_parallel(X, y, v, A, p, nu):
 #: the serial drivers, which give identical numbers (same chunks, same merge order) without the
 #: thread start-up cost. ``patchassoc bench`` measures both.
 PARALLEL_MIN_ENTRIES = 1 << 21
+
+
+def _threaded(X) -> bool:
+    """Whether a call on X uses the threaded driver: X has at least PARALLEL_MIN_ENTRIES entries
+    and Numba has more than one thread (with one, the serial driver computes the same numbers
+    without the parallel region's start-up)."""
+    return X.size >= PARALLEL_MIN_ENTRIES and numba.get_num_threads() > 1
 
 
 # -- validated public API ---------------------------------------------------------------------
@@ -616,7 +625,7 @@ def loss_and_grad(X, y, v, A, p: int, nu: float, *, data_checked: bool = False) 
     finiteness scan of (X, y), for data already validated by :func:`check_data`.
     """
     X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu, data_checked)
-    kernel = _loss_grad_parallel if X.size >= PARALLEL_MIN_ENTRIES else _loss_grad_serial
+    kernel = _loss_grad_parallel if _threaded(X) else _loss_grad_serial
     loss, err, gv, gA = kernel(X, y, v, A, p, nu)
     return {"loss": loss, "error": err, "grad_v": gv, "grad_A": gA,
             "grad_Q": _grad_logits(A, gA)}
@@ -626,5 +635,5 @@ def margins(X, y, v, A, p: int, nu: float, *, data_checked: bool = False) -> np.
     """Margins m_n = y_n f(X_n) of every sample (Numba); ``data_checked`` as in
     :func:`loss_and_grad`."""
     X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu, data_checked)
-    kernel = _margins_parallel if X.size >= PARALLEL_MIN_ENTRIES else _margins_serial
+    kernel = _margins_parallel if _threaded(X) else _margins_serial
     return kernel(X, y, v, A, p, nu)

@@ -136,7 +136,7 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
 
     X, y = kernels.check_data(X, y)
     repeats = max(int(repeats), MIN_REPEATS)
-    parallel = X.size >= kernels.PARALLEL_MIN_ENTRIES
+    parallel = kernels._threaded(X)
     fns = {
         "step": lambda: kernels.loss_and_grad(X, y, v, A, p, nu, data_checked=True),
         "serial": lambda: kernels._loss_grad_serial(X, y, v, A, p, nu),
