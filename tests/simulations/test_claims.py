@@ -159,7 +159,7 @@ def test_claim4_and_missing_helpers():
 def test_claim6_uses_the_vit_module_and_fails_on_a_large_gap():
     pytest.importorskip("patchassoc.simulations.commands.vit")
     gap = {"mean": -0.08, "ci_low": -0.1, "ci_high": -0.06, "n": 3}
-    summary = {"data": "digits", "gap_positional": gap,
+    summary = {"data": "digits", "gap_positional": gap, "seeds": [0, 1, 2, 3, 4],
                "positional": {"accuracy": {"mean": 0.88}},
                "content": {"accuracy": {"mean": 0.96}}}
     r = cl.claim6(summary)
