@@ -126,7 +126,9 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         ``seconds`` (the step as ``loss_and_grad`` runs it: threaded driver at this size if it
         is large enough), ``serial_seconds`` (one thread, same numbers), ``read_seconds``
         (``X @ v``), ``ratio`` = seconds / read_seconds, ``serial_ratio``, ``threads``,
-        ``driver``, ``load_average`` (before, after) and ``torch`` (None if not importable):
+        ``driver``, ``prefetch`` (whether X is large enough for the kernels' software
+        prefetch, :data:`kernels.PREFETCH_MIN_BYTES`), ``load_average`` (before, after) and
+        ``torch`` (None if not importable):
         its ``seconds``, ``read_seconds``, ``ratio_to_read``, the ``speedup`` of this step over
         it, normalised by each process's own read, and ``grad_v_rel_diff`` against the kernel;
         ``float32`` (None unless asked): ``seconds``, ``read_seconds`` (of the float32 X),
@@ -161,6 +163,7 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
            "read_seconds": best["read"], "ratio": best["step"] / best["read"],
            "serial_ratio": best["serial"] / best["read"], "repeats": repeats,
            "driver": "parallel" if parallel else "serial", "threads": numba.get_num_threads(),
+           "prefetch": bool(X.nbytes >= kernels.PREFETCH_MIN_BYTES),
            "load_average": [load_before, _load()], "torch": None, "float32": None}
     if float32:
         res["float32"] = {"seconds": best["step32"], "read_seconds": best["read32"],
@@ -177,7 +180,8 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
 def describe(t: dict) -> str:
     """Text lines for a result of :func:`sampled_step_vs_read` (with N, D, d added)."""
     lines = [f"sampled-data gradient step at N={t['N']}, D={t['D']}, d={t['d']}: "
-             f"{1e3 * t['seconds']:.1f} ms ({t['driver']} driver, {t['threads']} threads); "
+             f"{1e3 * t['seconds']:.1f} ms ({t['driver']} driver, {t['threads']} threads"
+             f"{', prefetching' if t.get('prefetch') else ''}); "
              f"one read of X (X @ v) {1e3 * t['read_seconds']:.1f} ms: ratio {t['ratio']:.2f} "
              f"(one thread: {1e3 * t['serial_seconds']:.1f} ms, ratio {t['serial_ratio']:.2f}); "
              f"load average {t['load_average'][0]}"]

@@ -35,7 +35,9 @@ g_j i.i.d. N(0, 1) and tau = sigma~ |v| (isotropic noise) or sigma~ |v - <v, w~*
 images in this projected form, which is the same Monte Carlo estimate of the population error
 as projecting n_test explicit images, at 1/d of the cost; ``test_mode="images"`` draws the
 explicit images (in chunks of ``test_chunk``, so memory stays at chunk x D x d floats) and is
-what the tests compare the projected form against.
+what the tests compare the projected form against. The projected margins are counted by a Numba
+kernel (act by repeated squaring); a chunk with a margin within a stated rounding bound of 0 is
+counted by the NumPy expression instead, so the counts are that expression's exactly.
 
 References
 ----------

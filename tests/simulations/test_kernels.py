@@ -287,6 +287,7 @@ def test_step_bench_reports_the_step_next_to_one_read():
     assert f32["ratio"] == f32["seconds"] / r["read_seconds"]
     assert f32["ratio_to_own_read"] == f32["seconds"] / f32["read_seconds"]
     assert r["driver"] == "serial"  # 50 x 4 x 67 entries: below PARALLEL_MIN_ENTRIES
+    assert r["prefetch"] is False  # 107 KB: below PREFETCH_MIN_BYTES
     for key in ("seconds", "serial_seconds", "read_seconds"):
         assert 0 < r[key] < 60
     assert r["ratio"] == r["seconds"] / r["read_seconds"]
