@@ -17,6 +17,15 @@ by one fixed permutation. All randomness comes from :class:`torch.Generator` obj
 from the run seed with :class:`numpy.random.SeedSequence`; the global torch seed is never used.
 Float32 throughout: a neural-network training, not an exact engine.
 
+Cost (the digits recipe, one torch thread). A step is tens of small operations, so the loop does
+no per-step work it can hoist, without changing a number: without augmentation the model inputs
+(patch tokens, or the images for the CNN) are built once and a mini-batch gathers its rows; AdamW
+calls torch's fused kernel directly (:class:`_FusedAdamW`: the state, kernel and arguments of
+``torch.optim.AdamW(fused=True)`` with the ``LambdaLR`` schedule, bit for bit, without the
+optimizer's per-step bookkeeping); the loss is checked for finiteness once per epoch. A run
+identical to another (same model, seed, recipe and images, e.g. a "shuffle" with one block
+covering the image) is trained once by :func:`run_tasks`.
+
 References
 ----------
 SPEC section 6, claim 6.

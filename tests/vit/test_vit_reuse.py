@@ -14,21 +14,13 @@ pytest.importorskip("sklearn")
 from torch import nn  # noqa: E402
 
 from patchassoc.simulations.errors import UsageError  # noqa: E402
-from patchassoc.simulations.vit.data import (ImageData, block_permutation,  # noqa: E402
-                                             load_digits)
+from patchassoc.simulations.vit.data import block_permutation  # noqa: E402
 from patchassoc.simulations.vit.models import CNNConfig, build_cnn, build_model  # noqa: E402
-from patchassoc.simulations.vit.train import (CNN_WIDTH, Task, _FusedAdamW, _lr_factor,  # noqa: E402
-                                              _seeds, patchify, prepare, recipe_for,
-                                              shuffle_for, study, train_one)
+from patchassoc.simulations.vit.train import (  # noqa: E402
+    CNN_WIDTH, Task, _FusedAdamW, _lr_factor, _seeds, patchify, prepare, recipe_for, shuffle_for,
+    study, train_one)
 
 TINY = dict(dim=16, depth=1, heads=2, epochs=2, batch_size=64)
-
-
-@pytest.fixture(scope="module")
-def digits():
-    d = load_digits()
-    return ImageData(d.name, d.x_train[:160], d.y_train[:160], d.x_test[:80], d.y_test[:80],
-                     d.n_classes, d.max_value)
 
 
 def test_fused_adamw_is_torchs_adamw_bit_for_bit():

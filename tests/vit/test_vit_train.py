@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 from patchassoc.simulations.errors import UsageError  # noqa: E402
-from patchassoc.simulations.vit.data import ImageData, load_digits, token_permutation  # noqa: E402
+from patchassoc.simulations.vit.data import token_permutation  # noqa: E402
 from patchassoc.simulations.vit.result import ViTResult  # noqa: E402
 from patchassoc.simulations.vit.train import (augment, compare, patchify, prepare, recipe_for,  # noqa: E402
                                               shuffle_for, train_one)
@@ -16,13 +16,6 @@ from .tolerances import ROW_SUM_ABS_F32, SAVED_ATTENTION_ABS  # noqa: E402
 
 #: A recipe small enough for a test: a handful of steps on a couple hundred digits.
 TINY = dict(dim=16, depth=1, heads=2, epochs=2, batch_size=64)
-
-
-@pytest.fixture(scope="module")
-def digits():
-    d = load_digits()
-    return ImageData(d.name, d.x_train[:192], d.y_train[:192], d.x_test[:100], d.y_test[:100],
-                     d.n_classes, d.max_value)
 
 
 def test_patchify_is_row_major_over_the_grid():
