@@ -34,8 +34,9 @@ from . import kernels
 __all__ = ["sampled_step_vs_read", "describe", "MIN_REPEATS"]
 
 #: Interleaved repetitions at least (the minimum over them is kept): on a loaded machine a
-#: single 20 ms timing is often preempted, the minimum of many is not.
-MIN_REPEATS = 15
+#: single 20 ms timing is often preempted, the minimum of many is not (with 15, the ratio of one
+#: step to one read still moved by about 15 % from run to run at a load average of 7 on 2 cores).
+MIN_REPEATS = 30
 
 _TORCH_STEP = r"""
 import json, sys, time
