@@ -58,7 +58,7 @@ from ..progress import progress_bar
 from ..results import load_folder, save_folder
 from ..sampler import streams, unit_vector
 from ..train import initial_parameters, record_steps
-from .exact import MAX_CONFIGURATIONS, bayes_error, check_problem, evaluate, evaluate_gram
+from .exact import MAX_CONFIGURATIONS, Evaluator, bayes_error, check_problem
 
 __all__ = ["PopulationTrajectory", "PopulationResult", "population_descent", "run_population",
            "initial_point", "phases", "ASSOCIATION_EPS", "PER_STEP"]
@@ -165,16 +165,14 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
     def logits(th):
         return tuple(th) if param == "logits" else gram_to_logits(*th, L, C)
 
-    def evaluate_at(alpha_, th):
-        if param == "logits":
-            return evaluate(L, C, q, p, nu, alpha_, *th, tol=tol, prune=True,
+    # one evaluator for the whole trajectory: the plan's caches and the margin threshold
+    # (adapted from the previous step's measured sums) carry over from step to step
+    evaluate_at = Evaluator(L, C, q, p, nu, tol=tol, prune=True, param=param,
                             max_configurations=max_configurations)
-        return evaluate_gram(L, C, q, p, nu, alpha_, *th, tol=tol, prune=True,
-                             max_configurations=max_configurations)
 
     try:
         while True:
-            ev = evaluate_at(alpha, theta)
+            ev = evaluate_at(alpha, *theta)
             g_alpha = ev.grad["alpha"]
             g_th = np.array([ev.grad[k] for k in names])
             if not (math.isfinite(ev.risk) and math.isfinite(g_alpha)

@@ -53,21 +53,35 @@ and a whole subtree when a bound on the sum of its keys is: with m states left t
 >= s) and their nonzero counts by Pi^(m-1) sum(pi n) / (m-1)!. The kernel adds up what it
 skipped (exactly for leaves, as bounds for subtrees), so the certified bounds use
 O = {n > k} union {pruned} with the measured sums. theta is chosen before the run: the tail
-n > k gets 10 % of tol, and theta is the largest quarter-octave threshold whose leaf keys,
-read from a histogram of the keys (it depends on (L, C, q, k) only and is computed once by
-the same odometer with the same floating-point weights), sum to at most 80 % of the rest.
+n > k gets 10 % of tol (``TAIL_SHARE``), the pruning by margin ``MARGIN_SHARE`` (below), and
+theta is the largest quarter-octave threshold whose leaf keys, read from a histogram of the
+keys (it depends on (L, C, q, k) only and is computed once by the same odometer with the same
+floating-point weights), sum to at most 80 % of the rest.
 A run whose measured bound still exceeds tol is redone with a lower threshold. At the paper's
 size (L = C = 8) this enumerates 2 to 2.5 times fewer configurations than the truncation by
 count at the same tol.
 
-Pruning by margin (with ``prune=True``, 10 % of tol). At a node with m states left, every leaf
-below has f >= F = min over the reachable T of (partial sum of f at T + m min_s F(s, T)), and
-each derivative is bounded likewise by G_r. If F > max(tie, 0), the subtree's error is exactly
-0, its loss and |l'(f)| are <= exp(-F), so its part of the risk is <= mass exp(-F) and of the
-derivative r <= mass exp(-F) G_r (through |J| of the chain rule for (a, b, c)); the subtree is
-skipped when mass exp(-F) (1 + G_alpha + max|J| (G_Pd + G_Qs + G_R)) is below 10 % of tol over
-the number of multisets within k (each skipped subtree holds at least one). This pays near
-convergence, where most margins are large (half the configurations at a trained point).
+Tighter per-configuration bounds within k. A configuration with n nonzero noise entries has
+|u_i| <= sum_j A_ij |s_j| <= r(n), the sum of the C + n largest entries of a row of A (one Pd,
+C - 1 times Qs, D - C times R); since act(|alpha| r) / r grows with r, act(|alpha|) and
+act'(|alpha|) in the bounds above shrink to act(|alpha| r(k)) / r(k) and act'(|alpha| r(k)) for
+every omitted set inside n <= k (the pruned configurations); the tail n > k keeps r = 1.
+
+Pruning by margin (with ``prune=True``: ``MARGIN_SHARE`` of tol), by an exponential tilt.
+For every f, l(f) = log(1 + e^-f) <= e^-f and |l'(f)| <= e^-f, and the zero-one loss is
+<= e^(tie) e^-f. Below a node with m states left to place (all >= s), a leaf with final total
+T has f = P[T] + sum_i F(s_i, T), and the indicator that the m states sum to T - T0 is
+<= exp(lambda (sum_i S_i - T + T0)) for any lambda; by the multinomial theorem the leaves
+below with total T have sum w e^-f <= wp e^(-P[T] - lambda (T - T0)) X_lambda(s, T)^m / m!,
+X_lambda(s, T) = sum_{s' >= s} pi_s' exp(lambda S_s' - F(s', T)). The node takes the best of a
+few lambdas (``_LAMBDAS``) at each T, and bounds the sum over the window of T by its width
+times the largest term: e0 >= sum w e^-f, and e1 = (C + n_max) e0 >= sum w e^-f (C + n). The
+subtree is skipped when max(e0, c1 e1) is below ``theta2`` (c1 the largest derivative
+coefficient); its risk bound is e0, its error bound e^(tie) e0, its derivative bounds c1 e1.
+This pays once alpha is large: most configurations then have margins of tens, and their
+terms are e^-f times smaller than the probability bound assumes. Each skipped subtree holds a
+multiset within k, so ``theta2`` = share tol / (multisets within k) is safe a priori; an
+:class:`Evaluator` raises it along a trajectory to what the previous step's measured sums allow.
 
 Uniform attention. When a = b = c (A = J/D), z_i = alpha T / D is the same for every i and the
 law of (T, s_j) is the same for every patch j (G acts transitively), so every entry of the
@@ -101,7 +115,7 @@ from .._scalar import logistic as _logistic
 __all__ = ["Evaluation", "evaluate", "evaluate_gram", "bayes_error", "plan", "Plan",
            "count_configurations", "tail_moments", "TIE_RTOL", "MAX_CONFIGURATIONS",
            "SECONDS_PER_CONFIGURATION", "check_problem", "warm_up", "PARALLEL_MIN_CONFIGURATIONS",
-           "TAIL_SHARE"]
+           "TAIL_SHARE", "Evaluator"]
 
 #: Relative tie threshold on the margin, in units of the largest possible |f| = D act(|alpha|).
 TIE_RTOL = 1e-10
@@ -197,21 +211,34 @@ def _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg):
     return tabT, sig
 
 
+#: Tilts lambda of the sum of s in the margin bound (module notes): 1{sum S = T - T0} <=
+#: exp(lambda (sum S - T + T0)) for any lambda, the best of these taken at each T.
+_LAMBDAS = np.array([0.0, -0.5, 0.5, -1.5, 1.5])
+
+
 @jit
-def _margin_tables(tabT, pi):
-    """minF[t] = min over states of f's term and maxG[t, r] = max |derivative r's term| (states
-    of positive probability), for the lower bound on f of a subtree."""
+def _tilt_table(tabT, pi, S_of, lambdas):
+    """LX[s, t, l] = log sum_{s' >= s} pi_s' exp(lambda_l S_s' - F(s', T)) over the states of
+    positive probability (-inf when there is none): the exponentially tilted suffix masses of
+    the margin bound (log-sum-exp, no overflow)."""
     K, nT = tabT.shape[0], tabT.shape[1]
-    minF = np.full(nT, np.inf)
-    maxG = np.zeros((nT, 4))
-    for s in range(K):
-        if pi[s] == 0.0:
-            continue
+    nl = lambdas.shape[0]
+    LX = np.full((K + 1, nT, nl), -np.inf)
+    for l in range(nl):
+        lam = lambdas[l]
         for t in range(nT):
-            minF[t] = min(minF[t], tabT[s, t, 0])
-            for r in range(4):
-                maxG[t, r] = max(maxG[t, r], abs(tabT[s, t, 1 + r]))
-    return minF, maxG
+            mx = -np.inf
+            for s in range(K):
+                if pi[s] > 0.0:
+                    mx = max(mx, lam * S_of[s] - tabT[s, t, 0])
+            if mx == -np.inf:
+                continue
+            acc = 0.0
+            for s in range(K - 1, -1, -1):
+                if pi[s] > 0.0:
+                    acc += pi[s] * math.exp(lam * S_of[s] - tabT[s, t, 0] - mx)
+                LX[s, t, l] = math.log(acc) + mx if acc > 0.0 else -np.inf
+    return LX
 
 
 #: Leaves summed plainly before one compensated addition of the block (rounding stays ~1e-16
@@ -225,7 +252,7 @@ _SERIES_MARGIN = 15.0
 
 #: Number of result columns a task writes: risk, error, the four derivatives weighted by l'(f),
 #: probability, leaves enumerated, pruned probability and E[n] (bounds), then for the subtrees
-#: skipped by their margin: probability, and bounds on their risk and four derivatives.
+#: skipped by their margin: probability bound, e0, e1 and their count (two spare columns).
 _NCOL = 16
 
 
@@ -265,41 +292,33 @@ def _partial(P, j, s, tabT, cen, half):
 
 @jit
 def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks, w0,
-          tie, theta, minF, maxG, jmax, theta2):
+          tie, theta, LX, lambdas, cmax, theta2, work):
     """Sum over the multisets of M noise-set states (total nonzero <= kmax) that start with
     the prefix ``tasks[t]`` (at most M - 1 states); writes the ``_NCOL`` columns into ``out[t]``.
 
     An odometer runs over levels 0..M-2; the last level is a tight loop over its states.
     ``P[j]`` carries the partial sums of f and its derivatives over the states of levels < j for
-    every reachable total T, so a leaf costs O(1). Pruning (``theta`` > 0): a leaf whose key
-    w (C + n) is below ``theta``, or a subtree whose bound on the sum of its keys is, is skipped
-    and its probability and E[n] (bounds for a subtree) are added to columns 8 and 9. Pruning
-    by margin (``theta2`` > 0): a subtree whose every f exceeds a lower bound F > max(tie, 0)
-    (from ``minF``) has error 0 exactly, loss and |l'| <= exp(-F), and derivatives bounded via
-    ``maxG``; it is skipped when its mass bound times exp(-F) (1 + G1 + jmax (G2 + G3 + G4)) is
-    below ``theta2``, and those bounds go to columns 10-15.
+    every reachable total T, so a leaf costs O(1) (at the level above the leaves, P[last] is
+    not formed: the leaves add the previous state's row themselves, in the same order).
+    Pruning (``theta`` > 0): a leaf whose key w (C + n) is below ``theta``, or a subtree whose
+    bound on the sum of its keys is, is skipped and its probability and E[n] (bounds for a
+    subtree) are added to columns 8 and 9. Pruning by margin (``theta2`` > 0, module notes):
+    a subtree whose tilted bounds e0 >= sum w e^-f and e1 >= sum w e^-f (C + n) have
+    max(e0, cmax e1) < ``theta2`` is skipped; its probability bound, e0, e1 and a count go to
+    columns 10-13. ``work`` holds the scratch arrays of :func:`_scratch` (one set per chunk).
     """
     d0 = tasks.shape[1]
     K = n_of.shape[0]
-    nT = sig.shape[0]
     Tmin = C - M * C
-    st = np.zeros(M + 1, dtype=np.int64)
-    run = np.ones(M + 1, dtype=np.int64)
-    wp = np.empty(M + 1)
-    nzp = np.zeros(M + 1, dtype=np.int64)
-    Sp = np.zeros(M + 1, dtype=np.int64)
-    P = np.empty((M + 1, nT, 5))
-    acc = np.zeros(8)
-    comp = np.zeros(8)
-    blk = np.zeros(7)  # plain sums over blocks of leaves, then added compensated
+    st, run, wp, nzp, Sp, P, acc, comp, blk, mg, first, zrow = work
+    lazy = False
+    acc[:] = 0.0
+    comp[:] = 0.0
+    blk[:] = 0.0  # plain sums over blocks of leaves, then added compensated
+    mg[:] = 0.0  # margin-pruned: probability, bounds on sum w e^-f and sum w e^-f (C + n)
     pending = 0
     pm0 = 0.0
     pm1 = 0.0
-    mg = np.zeros(6)  # margin-pruned: probability, risk and derivative bounds
-    wp[0] = w0
-    for i in range(nT):
-        for r in range(5):
-            P[0, i, r] = sig[i, r]
     if M == 0:
         ti = C - Tmin
         f = sig[ti, 0]
@@ -314,8 +333,12 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
         return
     for j in range(d0):
         s = tasks[t, j]
+        if j == 0 and first[0] == s:
+            continue  # the previous task of this chunk had the same first state: P[1] holds
         _push(j, s, st, run, wp, nzp, Sp, pi, n_of, S_of)
         _partial(P, j, s, tabT, Sp[j + 1] + C - Tmin, min(kmax - nzp[j + 1], (M - j - 1) * C))
+    if d0 > 0:
+        first[0] = tasks[t, 0]
     last = M - 1
     j = d0
     if j < last:
@@ -329,6 +352,14 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             wbase = wp[last]
             Sbase = Sp[last] + C - Tmin
             nzb = nzp[last]
+            # the sums over the previous levels: P[last], or (lazy: the level above skipped
+            # its window) P[last - 1] plus the previous state's row, in the same order
+            if lazy:
+                Pr = P[last - 1]
+                Br = tabT[st[last - 1]]
+            else:
+                Pr = P[last]
+                Br = zrow
             nleaf = 0
             for s in range(s0, K):
                 ns = n_of[s]
@@ -337,17 +368,19 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                 ps = pi[s]
                 if ps == 0.0:
                     continue
-                w = wbase * ps / (prev_run + 1 if (last > 0 and s == s0) else 1)
+                w = wbase * ps
+                if s == s0 and last > 0:
+                    w /= prev_run + 1  # a repeat of the previous level's state
                 if w * (C + nzb + ns) < theta:
                     pm0 += w
                     pm1 += w * (nzb + ns)
                     continue
                 ti = Sbase + S_of[s]
-                f = P[last, ti, 0] + tabT[s, ti, 0]
-                g1 = P[last, ti, 1] + tabT[s, ti, 1]
-                g2 = P[last, ti, 2] + tabT[s, ti, 2]
-                g3 = P[last, ti, 3] + tabT[s, ti, 3]
-                g4 = P[last, ti, 4] + tabT[s, ti, 4]
+                f = (Pr[ti, 0] + Br[ti, 0]) + tabT[s, ti, 0]
+                g1 = (Pr[ti, 1] + Br[ti, 1]) + tabT[s, ti, 1]
+                g2 = (Pr[ti, 2] + Br[ti, 2]) + tabT[s, ti, 2]
+                g3 = (Pr[ti, 3] + Br[ti, 3]) + tabT[s, ti, 3]
+                g4 = (Pr[ti, 4] + Br[ti, 4]) + tabT[s, ti, 4]
                 loss, dl = _loss_pair(f)
                 blk[0] += w * loss
                 if f < -tie:
@@ -413,32 +446,46 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                 continue
         cen = Sp[j + 1] + C - Tmin
         half = min(kmax - nzp[j + 1], m * C)
+        lazy = m == 1 and theta2 == 0.0
+        if lazy:  # the leaves below add this state's row themselves (cheaper than the window)
+            j += 1
+            st[j] = s
+            continue
         _partial(P, j, s, tabT, cen, half)
         if theta2 > 0.0:
-            # every leaf below has f >= min over reachable T of P[T] + m min_s F(s, T)
-            F = math.inf
+            # exponential tilt: l(f) <= e^-f and |l'(f)| <= e^-f for every f, and
+            # f = P[T] + sum of the m terms F(s_i, T); by the multinomial theorem the leaves
+            # below with final total T have sum w e^-f <= wp e^-P[T] X_T^m / m!, X_T the
+            # tilted mass of the states >= s (LX = log X); summed over the window of T
+            # (bounded by its width times the largest term)
+            # the term at T = T0 (the centre) alone: when it already fails, skip the window
+            nl = LX.shape[2]
+            mx = math.inf
+            for l in range(nl):
+                mx = min(mx, m * LX[s, cen, l])
+            mx -= P[j + 1, cen, 0]
+            scale = wp[j + 1] * invfact[m] * (2 * half + 1)
+            c_e1 = cmax * (C + nzp[j + 1] + min(m * C, kmax - nzp[j + 1]))
+            if scale * math.exp(mx) * max(1.0, c_e1) >= theta2:
+                mx = math.inf
             for i in range(cen - half, cen + half + 1):
-                F = min(F, P[j + 1, i, 0] + m * minF[i])
-            be = b0 * math.exp(-F) if (F > tie and F > 0.0) else math.inf
-            if be < theta2:  # worth bounding the derivatives
-                G1 = 0.0
-                G2 = 0.0
-                G3 = 0.0
-                G4 = 0.0
-                for i in range(cen - half, cen + half + 1):
-                    G1 = max(G1, abs(P[j + 1, i, 1]) + m * maxG[i, 0])
-                    G2 = max(G2, abs(P[j + 1, i, 2]) + m * maxG[i, 1])
-                    G3 = max(G3, abs(P[j + 1, i, 3]) + m * maxG[i, 2])
-                    G4 = max(G4, abs(P[j + 1, i, 4]) + m * maxG[i, 3])
-                if be * (1.0 + G1 + jmax * (G2 + G3 + G4)) < theta2:
-                    mg[0] += b0
-                    mg[1] += be
-                    mg[2] += be * G1
-                    mg[3] += be * G2
-                    mg[4] += be * G3
-                    mg[5] += be * G4
-                    st[j] += 1
-                    continue
+                if mx == math.inf:
+                    break
+                best = math.inf
+                for l in range(nl):
+                    best = min(best, m * LX[s, i, l] - lambdas[l] * (i - cen))
+                v = best - P[j + 1, i, 0]
+                if v > mx:
+                    mx = v
+            e0 = scale * math.exp(mx)
+            e1 = (C + nzp[j + 1] + min(m * C, kmax - nzp[j + 1])) * e0
+            if max(e0, cmax * e1) < theta2:
+                mg[0] += b0
+                mg[1] += e0
+                mg[2] += e1
+                mg[3] += 1.0
+                st[j] += 1
+                continue
         j += 1
         st[j] = s
     for r in range(7):
@@ -451,27 +498,65 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
         out[t, 10 + r] = mg[r]
 
 
+@jit
+def _scratch(M, sig, w0):
+    """The work arrays of :func:`_task`, allocated once per chunk of tasks: the odometer's
+    state, weight, counts and partial sums per level (P[0] = the signal set's terms, never
+    overwritten), the accumulators, and the first state of the chunk's previous task."""
+    nT = sig.shape[0]
+    wp = np.empty(M + 1)
+    wp[0] = w0
+    P = np.empty((M + 1, nT, 5))
+    P[0] = sig
+    first = np.full(1, -1, dtype=np.int64)
+    return (np.zeros(M + 1, dtype=np.int64), np.ones(M + 1, dtype=np.int64), wp,
+            np.zeros(M + 1, dtype=np.int64), np.zeros(M + 1, dtype=np.int64), P, np.zeros(8),
+            np.zeros(8), np.zeros(7), np.zeros(6), first, np.zeros((nT, 5)))
+
+
+@jit
+def _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas, theta2):
+    """The tables of :func:`_tables`, and the tilted masses of :func:`_tilt_table` when the
+    margin pruning is on (a placeholder otherwise)."""
+    tabT, sig = _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg)
+    if theta2 > 0.0:
+        LX = _tilt_table(tabT, pi, S_of, lambdas)
+    else:
+        LX = np.full((1, 1, 1), -np.inf)
+    return tabT, sig, LX
+
+
 @pjit
-def _enumerate_parallel(tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks,
-                        w0, tie, theta, minF, maxG, jmax, theta2):
+def _enumerate_parallel(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, pi, pisuf, pnsuf,
+                        invfact, kmax, tasks, w0, tie, theta, lambdas, cmax, theta2):
+    """Tables, then the tasks in ``N_CHUNKS`` interleaved chunks run in parallel, then the
+    rows summed in task order (:func:`_reduce`): one call, the same numbers as the serial
+    kernel bit for bit."""
+    tabT, sig, LX = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas,
+                             theta2)
     n = tasks.shape[0]
     out = np.zeros((n, _NCOL))
     # tasks are interleaved over the chunks: their sizes decrease along the (sorted) list
     for c in prange(N_CHUNKS):
+        work = _scratch(M, sig, w0)
         for t in range(c, n, N_CHUNKS):
             _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks,
-                  w0, tie, theta, minF, maxG, jmax, theta2)
-    return out
+                  w0, tie, theta, LX, lambdas, cmax, theta2, work)
+    return _reduce(out)
 
 
 @jit
-def _enumerate_serial(tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks, w0,
-                      tie, theta, minF, maxG, jmax, theta2):
+def _enumerate_serial(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, pi, pisuf, pnsuf,
+                      invfact, kmax, tasks, w0, tie, theta, lambdas, cmax, theta2):
+    """:func:`_enumerate_parallel` on one thread."""
+    tabT, sig, LX = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas,
+                             theta2)
     out = np.zeros((tasks.shape[0], _NCOL))
+    work = _scratch(M, sig, w0)
     for t in range(tasks.shape[0]):
         _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks,
-              w0, tie, theta, minF, maxG, jmax, theta2)
-    return out
+              w0, tie, theta, LX, lambdas, cmax, theta2, work)
+    return _reduce(out)
 
 
 @jit
@@ -688,14 +773,31 @@ class Plan:
         return self.configurations * SECONDS_PER_CONFIGURATION
 
 
-def _coefficients(L, C, p, nu, alpha, a, b, c) -> dict:
+def _row_top(values, L: int, C: int, m: int) -> float:
+    """The sum of the m largest entries of a row of the invariant attention (one Pd, C - 1
+    times Qs, D - C times R), at most 1."""
+    Pd, Qs, R = values
+    total, left = 0.0, m
+    for v, count in sorted(((Pd, 1), (Qs, C - 1), (R, (L - 1) * C)), reverse=True):
+        take = min(count, left)
+        total += take * v
+        left -= take
+    return min(1.0, total)
+
+
+def _coefficients(L, C, p, nu, alpha, a, b, c, k=None) -> dict:
     """(c0, c1) for each quantity: its omitted part is <= c0 P(O) + c1 E[(C + n) 1_O] for any
-    set O of omitted configurations (the per-configuration bounds of the module notes)."""
+    set O of omitted configurations (the per-configuration bounds of the module notes); with
+    ``k``, for sets O of configurations with at most k nonzero noise entries (then
+    |u_i| <= r, the sum of the C + k largest entries of a row, and act(|alpha|), act'(|alpha|)
+    shrink to act(|alpha| r) / r and act'(|alpha| r))."""
     D = L * C
     A = abs(alpha)
-    actA = A ** p + nu * A
-    dactA = p * A ** (p - 1) + nu
     Pd, Qs, R = attention_values(a, b, c, L, C)
+    r = 1.0 if k is None else _row_top((Pd, Qs, R), L, C, C + max(0, int(k)))
+    Ar = A * r
+    actA = (Ar ** p + nu * Ar) / r
+    dactA = p * Ar ** (p - 1) + nu
     return {
         "risk": (math.log(2.0), actA),
         "error": (1.0, 0.0),
@@ -744,7 +846,9 @@ def _refuse(what: str, configurations: int, max_configurations: int,
 #: With pruning, the share of ``tol`` left to the tail n > k, and the share of the subtrees
 #: skipped by their margin (the rest is the budget of the pruning by probability).
 TAIL_SHARE = 0.1
-MARGIN_SHARE = 0.1
+MARGIN_SHARE = 0.5
+#: An :class:`Evaluator` aims the margin's skipped bounds at this share of its budget.
+_MARGIN_AIM = 0.5
 
 #: Pruning aims at this share of its budget: the subtree bounds add a little to what the key
 #: histogram predicts (a run that still ends above ``tol`` is redone with a lower threshold).
@@ -814,7 +918,7 @@ def plan(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float, b:
     n_p = count_configurations(L, C, kp)
     if n_p > max_configurations:
         return base
-    coef = _coefficients(L, C, p, nu, alpha, a, b, c)
+    coef = _coefficients(L, C, p, nu, alpha, a, b, c, kp)
     # the pruned keys sum to dt1 = C P(pruned) + E[n 1_pruned] and P(pruned) <= dt1 / C, so
     # quantity X grows by at most safety (c0/C + c1) dt1
     budget = min(((1.0 - MARGIN_SHARE) * tol - bounds_p[x]) / (_BOUND_SAFETY * (c0 / C + c1))
@@ -941,39 +1045,28 @@ def _sums(C: int, q: float, M: int):
     return pisuf, pnsuf, invfact
 
 
-_NO_MIN_F = np.zeros(1)
-_NO_MAX_G = np.zeros((1, 4))
-
-
-def _logit_jacobian(Pd, Qs, R, a, b, c, L, C) -> np.ndarray:
-    """J[r, k] = d(a, b, c)_r-derivative / d(Pd, Qs, R)_k-derivative of the (linear) chain rule
-    :func:`patchassoc.theory.invariant.chain_to_logits`."""
-    return np.array([chain_to_logits(*e, a, b, c, L, C) for e in np.eye(3)]).T
-
-
 def _run(L, C, q, p, nu, alpha, a, b, c, k, parallel, theta=0.0, theta2=0.0):
-    """Enumerate (pruning thresholds ``theta`` on probability, ``theta2`` on margin) and return
-    the reduced columns, the attention values and the chain-rule Jacobian."""
+    """Enumerate (pruning thresholds ``theta`` on probability, ``theta2`` on the tilted margin
+    bound) and return the reduced columns, the attention values and the tie threshold."""
     M = L - 1
     D = L * C
     npos, nneg, n_of, S_of, pi = _states(C, q)
     Pd, Qs, R = attention_values(a, b, c, L, C)
-    tabT, sig = _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg)
     pisuf, pnsuf, invfact = _sums(C, q, M)
     tasks = _tasks_cached(C, q, M, k, max(0, min(2, M - 1)))
     A = abs(alpha)
     tie = TIE_RTOL * D * (A ** p + nu * A)
+    cmax = 0.0
     if theta2 > 0.0:
-        minF, maxG = _margin_tables(tabT, pi)
-        J = _logit_jacobian(Pd, Qs, R, a, b, c, L, C)
-        jmax = float(np.abs(J).max())
-    else:  # not read by the kernel
-        minF, maxG, J, jmax = _NO_MIN_F, _NO_MAX_G, None, 0.0
+        cmax = max(c1 for key, (_, c1) in _coefficients(L, C, p, nu, alpha, a, b, c,
+                                                         k).items()
+                   if key not in ("risk", "error"))
     kernel = _enumerate_parallel if parallel else _enumerate_serial
-    out = kernel(tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, k, tasks,
-                 float(math.factorial(M)), tie, float(theta), minF, maxG, jmax, float(theta2))
-    total = _reduce(out)
-    return total, (Pd, Qs, R), J
+    total = kernel(C, M, float(alpha), float(Pd), float(Qs), float(R), p, float(nu), npos, nneg,
+                   n_of, S_of, pi, pisuf, pnsuf, invfact, int(k), tasks,
+                   float(math.factorial(M)), float(tie), float(theta), _LAMBDAS, float(cmax),
+                   float(theta2))
+    return total, (Pd, Qs, R), tie
 
 
 def warm_up() -> None:
@@ -1000,30 +1093,47 @@ _PRUNE_BACKOFF = 16.0
 _PRUNE_RETRIES = 3
 
 
-def _enumerate(L, C, q, p, nu, alpha, a, b, c, pl: Plan, tol, parallel):
-    """Run the plan; with pruning, the certified bounds of what was actually omitted."""
+def _enumerate(L, C, q, p, nu, alpha, a, b, c, pl: Plan, tol, parallel, ratio=None):
+    """Run the plan; with pruning, the certified bounds of what was actually omitted.
+
+    ``ratio`` (from the previous point of a trajectory, :class:`Evaluator`): the tilted bounds
+    skipped there summed to ``ratio`` times their threshold, so the threshold aims at
+    ``_MARGIN_AIM`` of the margin's share of ``tol`` (never below the plan's a-priori one).
+    Returns the columns, the attention values, the bounds, the omitted probability, whether
+    complete, and the ratio measured here (``None`` without margin pruning).
+    """
     N = (L - 1) * C
     theta, theta2 = pl.theta, pl.theta_margin
+    if theta2 > 0.0 and ratio is not None:
+        theta2 = max(theta2, _MARGIN_AIM * MARGIN_SHARE * tol / max(ratio, 1.0))
     for attempt in range(_PRUNE_RETRIES + 2):
-        total, values, J = _run(L, C, q, p, nu, alpha, a, b, c, pl.k, parallel, theta, theta2)
+        total, values, tie = _run(L, C, q, p, nu, alpha, a, b, c, pl.k, parallel, theta,
+                                  theta2)
         if theta == 0.0 and theta2 == 0.0:
-            return total, values, dict(pl.bounds), pl.omitted_probability, pl.complete
+            return total, values, dict(pl.bounds), pl.omitted_probability, pl.complete, None
         t0, tn = tail_moments(N, q, pl.k)
         pm0, pm1 = float(total[8]), float(total[9])
-        bounds = _bounds_from(_coefficients(L, C, p, nu, alpha, a, b, c), t0 + pm0,
-                              C * t0 + tn + C * pm0 + pm1)
-        # the subtrees skipped by their margin: error 0 exactly, the rest bounded per subtree
-        margin = total[10:16] * _BOUND_SAFETY
-        abc = np.abs(J) @ margin[3:6] if J is not None else np.zeros(3)
-        for key, extra in (("risk", margin[1]), ("alpha", margin[2]), ("a", abc[0]),
-                           ("b", abc[1]), ("c", abc[2])):
+        # the tail n > k with the bounds of any configuration, the pruned configurations
+        # (all within k) with the tighter ones of configurations within k
+        coef = _coefficients(L, C, p, nu, alpha, a, b, c, pl.k)
+        tail = _bounds_from(_coefficients(L, C, p, nu, alpha, a, b, c), t0, C * t0 + tn)
+        bounds = _bounds_from(coef, pm0, C * pm0 + pm1)
+        bounds = {key: float(bounds[key] + tail[key]) for key in bounds}
+        # the subtrees skipped by their tilted margin bound: sum w e^-f <= e0 (risk; error
+        # with the tie factor) and sum w e^-f (C + n) <= e1 (each derivative, times its c1)
+        e0, e1 = float(total[11]) * _BOUND_SAFETY, float(total[12]) * _BOUND_SAFETY
+        tilt = {"risk": e0, "error": math.exp(tie) * e0}
+        tilt.update({key: coef[key][1] * e1 for key in ("alpha", "a", "b", "c")})
+        for key, extra in tilt.items():
             bounds[key] = float(bounds[key] + extra)
         if max(bounds.values()) <= tol:
-            return total, values, bounds, t0 + pm0 + float(total[10]), False
+            measured = max(tilt.values()) / theta2 if theta2 > 0.0 else None
+            return (total, values, bounds, t0 + pm0 + float(total[10]), False, measured)
         if attempt >= _PRUNE_RETRIES:
             theta = theta2 = 0.0
         else:
             theta /= _PRUNE_BACKOFF
+            theta2 /= _PRUNE_BACKOFF
     raise AssertionError("unreachable: the unpruned plan meets tol")
 
 
@@ -1058,11 +1168,18 @@ def evaluate(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float
     SPEC section 5.
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
+    return _evaluate(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune,
+                     parallel_min_configurations)[0]
+
+
+def _evaluate(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune,
+              parallel_min_configurations, ratio=None):
+    """:func:`evaluate` on a checked problem; also returns the measured margin ratio."""
     alpha, a, b, c = _check_point(alpha=alpha, a=a, b=b, c=c)
     pl = plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)
-    total, values, bounds, omitted, complete = _enumerate(
+    total, values, bounds, omitted, complete, measured = _enumerate(
         L, C, q, p, nu, alpha, a, b, c, pl, tol,
-        pl.configurations >= parallel_min_configurations)
+        pl.configurations >= parallel_min_configurations, ratio)
     if _uniform(values, L, C):
         # Exact identity: at uniform attention every entry of a row gets the same per-entry
         # gradient, so d/da = d/db = d/dc = 0 (module notes); the computed values are rounding
@@ -1071,13 +1188,14 @@ def evaluate(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float
     else:
         ga, gb, gc = (float(g) for g in chain_to_logits(total[3], total[4], total[5], a, b, c,
                                                          L, C))
-    return Evaluation(risk=float(total[0]), error=float(total[1]),
-                      grad={"alpha": float(total[2]), "a": ga, "b": gb, "c": gc},
-                      grad_values=(float(total[3]), float(total[4]), float(total[5])),
-                      bayes_error=bayes_error(L, C, q), configurations=int(total[7]),
-                      k=pl.k, complete=complete, bounds=bounds,
-                      probability=float(total[6]), omitted_probability=omitted,
-                      attention=values)
+    ev = Evaluation(risk=float(total[0]), error=float(total[1]),
+                    grad={"alpha": float(total[2]), "a": ga, "b": gb, "c": gc},
+                    grad_values=(float(total[3]), float(total[4]), float(total[5])),
+                    bayes_error=bayes_error(L, C, q), configurations=int(total[7]),
+                    k=pl.k, complete=complete, bounds=bounds,
+                    probability=float(total[6]), omitted_probability=omitted,
+                    attention=values)
+    return ev, measured
 
 
 def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: float,
@@ -1091,14 +1209,21 @@ def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: 
     :func:`patchassoc.theory.invariant.gram_to_logits`); the bounds are propagated with |J|^T.
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
+    return _evaluate_gram(L, C, q, p, nu, alpha, x, y, w, tol, max_configurations, prune,
+                          parallel_min_configurations)[0]
+
+
+def _evaluate_gram(L, C, q, p, nu, alpha, x, y, w, tol, max_configurations, prune,
+                   parallel_min_configurations, ratio=None):
+    """:func:`evaluate_gram` on a checked problem; also returns the measured margin ratio."""
     alpha, x, y, w = _check_point(alpha=alpha, x=x, y=y, w=w)
     a, b, c = gram_to_logits(x, y, w, L, C)
     J = np.abs(gram_jacobian(x, y, w, L, C))
     # a tolerance in (a, b, c) that gives ``tol`` in (x, y, w): |J|^T bounds <= colsum * max
     scale = max(1.0, float(J.sum(axis=0).max()))
-    ev = evaluate(L, C, q, p, nu, alpha, a, b, c, tol=None if tol is None else tol / scale,
-                  max_configurations=max_configurations, prune=prune,
-                  parallel_min_configurations=parallel_min_configurations)
+    ev, measured = _evaluate(L, C, q, p, nu, alpha, a, b, c,
+                             None if tol is None else tol / scale, max_configurations, prune,
+                             parallel_min_configurations, ratio)
     gx, gy, gw = chain_to_gram(ev.grad["a"], ev.grad["b"], ev.grad["c"], x, y, w, L, C)
     bab = np.array([ev.bounds["a"], ev.bounds["b"], ev.bounds["c"]])
     bx = J.T @ bab
@@ -1110,4 +1235,50 @@ def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: 
                       grad_values=ev.grad_values, bayes_error=ev.bayes_error,
                       configurations=ev.configurations, k=ev.k, complete=ev.complete,
                       bounds=bounds, probability=ev.probability,
-                      omitted_probability=ev.omitted_probability, attention=ev.attention)
+                      omitted_probability=ev.omitted_probability,
+                      attention=ev.attention), measured
+
+
+class Evaluator:
+    """Evaluations of one problem at the successive points of a trajectory.
+
+    :func:`evaluate` (``param='logits'``) or :func:`evaluate_gram` (``'gram'``) with
+    (L, C, q, p, nu), ``tol``, ``prune`` and the caps fixed. What depends on the problem only
+    (states, task lists, key histograms of the pruning plan) is cached across the calls, and
+    the threshold of the pruning by margin is set from the sums measured at the previous
+    point: the tilted bounds of the subtrees skipped there summed to r times their threshold,
+    so the threshold here aims at ``_MARGIN_AIM`` of the margin's share of ``tol`` (never below
+    the a-priori threshold of :func:`plan`). Every evaluation is still certified on its own:
+    its bounds are measured, and one above ``tol`` is redone with lower thresholds. The
+    thresholds only decide how much work that takes, so the numbers depend (deterministically)
+    on the points evaluated before, within the certified bounds.
+
+    References
+    ----------
+    SPEC section 5.
+    """
+
+    def __init__(self, L: int, C: int, q: float, p: int, nu: float, *,
+                 tol: float | None = None, prune: bool = False, param: str = "logits",
+                 max_configurations: int = MAX_CONFIGURATIONS,
+                 parallel_min_configurations: int = PARALLEL_MIN_CONFIGURATIONS):
+        self.problem = check_problem(L, C, q, p, nu)
+        if param not in ("logits", "gram"):
+            raise ValueError(f"param must be 'logits' or 'gram', got {param!r}")
+        if tol is not None and not (tol > 0 and math.isfinite(tol)):
+            raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+        self.tol, self.prune, self.param = tol, bool(prune), param
+        self.max_configurations = int(max_configurations)
+        self.parallel_min_configurations = int(parallel_min_configurations)
+        self.ratio: float | None = None
+
+    def __call__(self, alpha: float, *coords: float) -> Evaluation:
+        """The evaluation at (alpha, coords): (a, b, c) for logits, (x, y, w) for Gram."""
+        if len(coords) != 3:
+            raise ValueError(f"three attention coordinates expected, got {len(coords)}")
+        fn = _evaluate if self.param == "logits" else _evaluate_gram
+        ev, measured = fn(*self.problem, alpha, *coords, self.tol, self.max_configurations,
+                          self.prune, self.parallel_min_configurations, self.ratio)
+        if measured is not None:
+            self.ratio = measured
+        return ev

@@ -1,0 +1,163 @@
+"""The exact engine's pruning by margin (exponential tilt), its tighter bounds within k, and
+the trajectory evaluator that adapts the margin threshold (SPEC section 5).
+
+- The tighter per-configuration coefficients (r(k), the C + k largest entries of a row) must
+  bound |f| and |df/dalpha|, |df/da|, |df/db|, |df/dc| of every configuration with at most k
+  nonzero noise entries: checked on random configurations, with f and its derivatives
+  computed from the D x D model in plain NumPy. A coefficient too small breaks it.
+- Pruning by margin must prune (a threshold that skips nothing would pass the other checks)
+  and stay within its certified bounds of the complete enumeration, at a trained-like point
+  with a large alpha (where most margins are large).
+- The evaluator: every point of a sequence is within its bounds of the complete one, the
+  adapted threshold enumerates fewer configurations than the a-priori one, and the same
+  sequence gives the same numbers bit for bit, serial or threaded.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from patchassoc.simulations.population import evaluate
+from patchassoc.simulations.population.exact import (Evaluator, _coefficients, _row_top, _run,
+                                                     plan)
+from patchassoc.theory.invariant import attention_values, invariant_logits
+from patchassoc.theory.structure import blocks
+
+from tests.reference_population import PROBABILITY_ABS
+from tests.tolerances import GRAD_ROUNDING_REL
+
+NEVER = 10 ** 12  # a threshold no test problem reaches: the serial kernel
+#: Central differences of f in (a, b, c) (step 1e-6 on f of order <= 1e3: error ~1e-8 absolute
+#: from rounding and h^2 truncation) are compared with the bound plus this absolute slack.
+FD_ABS = 1e-6
+
+
+def _act(z, p, nu):
+    return z ** p + nu * z, p * z ** (p - 1) + nu
+
+
+def _f(a, b, c, alpha, s, S, p, nu):
+    A = np.exp(invariant_logits(a, b, c, S))
+    A /= A.sum(axis=1, keepdims=True)
+    u = A @ s
+    val, der = _act(alpha * u, p, nu)
+    return val.sum(), (der * u).sum()
+
+
+@pytest.mark.parametrize("L,C,point", [(4, 3, (2.5, 2.0, 1.2, -0.3)),
+                                       (3, 4, (-1.7, 0.5, 2.5, -1.0)),
+                                       (5, 2, (3.0, 3.0, 0.0, 0.5))])
+def test_row_top_coefficients_bound_every_configuration_within_k(L, C, point):
+    p, nu = 5, 0.03
+    alpha, a, b, c = point
+    S = blocks(L, C)
+    D, N = L * C, (L - 1) * C
+    values = attention_values(a, b, c, L, C)
+    row = np.sort(np.exp(invariant_logits(a, b, c, S))[0]
+                  / np.exp(invariant_logits(a, b, c, S))[0].sum())[::-1]
+    rng = np.random.default_rng(L * 10 + C)
+    for k in (0, 2, N // 2):
+        assert _row_top(values, L, C, C + k) == pytest.approx(row[:C + k].sum(), rel=1e-14)
+        coef = _coefficients(L, C, p, nu, alpha, a, b, c, k)
+        h = 1e-6
+        for _ in range(40):
+            n = int(rng.integers(0, k + 1))
+            s = np.zeros(D)
+            s[S.sets[0]] = 1.0                      # the signal set (y = +1)
+            noise = rng.choice(np.concatenate(S.sets[1:]), size=n, replace=False)
+            s[noise] = rng.choice([-1.0, 1.0], size=n)
+            f, dfda = _f(a, b, c, alpha, s, S, p, nu)
+            assert abs(f) <= coef["risk"][1] * (C + n) * (1 + 1e-12)
+            assert abs(dfda) <= coef["alpha"][1] * (C + n) * (1 + 1e-12)
+            for key, shift in (("a", (h, 0, 0)), ("b", (0, h, 0)), ("c", (0, 0, h))):
+                hi = _f(a + shift[0], b + shift[1], c + shift[2], alpha, s, S, p, nu)[0]
+                lo = _f(a - shift[0], b - shift[1], c - shift[2], alpha, s, S, p, nu)[0]
+                assert abs(hi - lo) / (2 * h) <= coef[key][1] * (C + n) + FD_ABS
+    # r(k) < 1 makes them tighter than the bounds of any configuration (k = N: r = 1)
+    assert _coefficients(L, C, p, nu, alpha, a, b, c, 0)["alpha"][1] < \
+        _coefficients(L, C, p, nu, alpha, a, b, c)["alpha"][1]
+    tight, loose = (_coefficients(L, C, p, nu, alpha, a, b, c, N),
+                    _coefficients(L, C, p, nu, alpha, a, b, c))
+    for key in loose:
+        assert tight[key] == pytest.approx(loose[key], rel=1e-14)
+
+
+# a trained-like point with a large alpha: most margins are tens
+PROBLEM = (7, 4, 0.12, 5, 0.03)
+TRAINED = (2.9, 2.1, 1.1, -0.27)
+
+
+def _within_bounds(full, ev):
+    assert 0.0 <= full.risk - ev.risk <= ev.bounds["risk"]
+    assert 0.0 <= full.error - ev.error <= ev.bounds["error"] + PROBABILITY_ABS
+    for k in ("alpha", "a", "b", "c"):
+        scale = max(abs(full.grad[k]), abs(ev.grad[k]))
+        assert abs(full.grad[k] - ev.grad[k]) <= ev.bounds[k] + GRAD_ROUNDING_REL * scale
+
+
+def test_margin_pruning_prunes_and_is_certified():
+    tol = 1e-9
+    full = evaluate(*PROBLEM, *TRAINED)
+    pl = plan(*PROBLEM, *TRAINED, tol=tol, prune=True)
+    assert pl.theta_margin > 0.0
+    # the kernel's own count of the subtrees it skipped by their margin
+    total, _, _ = _run(*PROBLEM, *TRAINED, pl.k, False, pl.theta, 1e3 * pl.theta_margin)
+    assert total[13] > 0 and total[11] > 0.0
+    none, _, _ = _run(*PROBLEM, *TRAINED, pl.k, False, pl.theta, 0.0)
+    assert total[7] < none[7]                     # fewer leaves enumerated
+    ev = evaluate(*PROBLEM, *TRAINED, tol=tol, prune=True)
+    assert ev.bound <= tol
+    _within_bounds(full, ev)
+
+
+def _numbers(ev):
+    return ([ev.risk, ev.error, ev.probability, ev.omitted_probability, ev.configurations]
+            + [ev.grad[k] for k in sorted(ev.grad)] + [ev.bounds[k] for k in sorted(ev.bounds)])
+
+
+def _path():
+    """A short path through trained-like points (as a trajectory would visit them)."""
+    return [(TRAINED[0] - 0.01 * i, TRAINED[1], TRAINED[2] + 0.01 * i, TRAINED[3] - 0.002 * i)
+            for i in range(4)]
+
+
+@pytest.mark.parametrize("tol", [1e-7, 1e-10])
+def test_evaluator_adapts_its_threshold_and_stays_certified(tol):
+    ev_a = Evaluator(*PROBLEM, tol=tol, prune=True)
+    adapted, one_shot = [], []
+    for point in _path():
+        e = ev_a(*point)
+        assert e.bound <= tol
+        _within_bounds(evaluate(*PROBLEM, *point), e)
+        adapted.append(e)
+        one_shot.append(evaluate(*PROBLEM, *point, tol=tol, prune=True))
+    assert ev_a.ratio is not None and ev_a.ratio > 0.0
+    # after the first point the threshold is the adapted one: no more configurations
+    assert sum(e.configurations for e in adapted[1:]) <= sum(
+        e.configurations for e in one_shot[1:])
+    assert adapted[0].configurations == one_shot[0].configurations
+
+
+def test_evaluator_is_deterministic_and_thread_free():
+    runs = []
+    for pmin in (NEVER, 0, NEVER):
+        ev = Evaluator(*PROBLEM, tol=1e-9, prune=True, parallel_min_configurations=pmin)
+        runs.append([_numbers(ev(*point)) for point in _path()])
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_evaluator_gram_form_and_bad_input():
+    ev = Evaluator(*PROBLEM, tol=1e-8, prune=True, param="gram")
+    x = (1.2, 0.4, -0.1)
+    from patchassoc.simulations.population.exact import evaluate_gram
+    one = evaluate_gram(*PROBLEM, 1.1, *x, tol=1e-8, prune=True)
+    assert _numbers(ev(1.1, *x)) == _numbers(one)   # the first call: the a-priori threshold
+    with pytest.raises(ValueError, match="param"):
+        Evaluator(*PROBLEM, param="other")
+    with pytest.raises(ValueError, match="tol"):
+        Evaluator(*PROBLEM, tol=-1.0)
+    with pytest.raises(ValueError, match="three"):
+        ev(1.0, 0.5)
+    with pytest.raises(ValueError, match="L must"):
+        Evaluator(0, 4, 0.3, 5, 0.03)
+    assert math.isfinite(ev(1.0, *x).risk)
