@@ -308,6 +308,8 @@ READERS: dict[str, Callable[[dict], dict[str, str]]] = {
         "patchassoc.simulations.commands.grid").figure_readings(s),
     "seeds": lambda s: importlib.import_module(
         "patchassoc.simulations.commands.seeds").figure_readings(s),
+    "scaling": lambda s: importlib.import_module(
+        "patchassoc.simulations.commands.scaling").figure_readings(s),
 }
 
 

@@ -51,6 +51,8 @@ STEPS: tuple[tuple[str, str, str], ...] = (
     ("lemmas", "patchassoc.simulations.commands.lemmas", "sympy proofs of the lemmas of SPEC section 4"),
     ("solutions", "patchassoc.simulations.commands.solutions", "certified catalogue of generalizing solutions"),
     ("transfer", "patchassoc.simulations.commands.transfer", "downstream sample complexity against baselines"),
+    ("scaling", "patchassoc.simulations.commands.scaling",
+     "claim 7, reduced: errors and phase times against d along the declared family"),
     ("vit", "patchassoc.simulations.commands.vit", "positional-attention ViT vs standard ViT on digits, with controls and the shuffled-patch experiment"),
     ("check", "patchassoc.simulations.commands.check", "the claims of SPEC section 6, from the steps above"),
 )
@@ -67,7 +69,7 @@ AFTER: dict[str, tuple[str, ...]] = {
 COST: dict[str, float] = {
     "transfer": 500, "grid": 520, "vit": 450, "seeds": 160, "convergence": 130,
     "solutions": 97, "train": 53, "train_gram": 38, "locality": 36, "paper_figures": 21,
-    "lemmas": 13, "population": 9, "check": 1,
+    "lemmas": 13, "population": 9, "scaling": 60, "check": 1,
 }
 
 #: Environment of a step run side by side with others: one core each.
