@@ -83,6 +83,16 @@ def _load() -> list[float] | None:
         return None
 
 
+def _one_blas_thread():
+    """A context-manager factory limiting NumPy's BLAS to one thread (threadpoolctl), or None
+    if threadpoolctl is not importable."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return None
+    return lambda: threadpool_limits(limits=1, user_api="blas")
+
+
 def _torch_step(X, y, v, A, p, nu, repeats, grad_v) -> tuple[dict | None, np.ndarray | None]:
     """The PyTorch peer step in a separate process: (summary, its grad_v), or (None, None) if
     torch is not importable."""
@@ -127,7 +137,10 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         ``seconds`` (the step as ``loss_and_grad`` runs it: threaded driver at this size if it
         is large enough), ``serial_seconds`` (one thread, same numbers), ``read_seconds``
         (``X @ v``), ``ratio`` = seconds / read_seconds, ``serial_ratio``, ``threads``,
-        ``driver``, ``prefetch`` (whether X is large enough for the kernels' software
+        ``read_one_thread_seconds`` (``X @ v`` with NumPy's BLAS held to one thread, if
+        threadpoolctl is importable; else None) and ``serial_ratio_one_thread`` = serial_seconds
+        / read_one_thread_seconds (one thread against one thread), ``driver``, ``prefetch``
+        (whether X is large enough for the kernels' software
         prefetch, :data:`kernels.PREFETCH_MIN_BYTES`), ``load_average`` (before, after) and
         ``torch`` (None if not importable):
         its ``seconds``, ``read_seconds``, ``ratio_to_read``, the ``speedup`` of this step over
@@ -145,6 +158,12 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         "serial": lambda: kernels._loss_grad_serial(X, y, v, A, p, nu),
         "read": lambda: X @ v,
     }
+    limits = _one_blas_thread()
+    if limits is not None:
+        def read1():
+            with limits():
+                return X @ v
+        fns["read1"] = read1
     if float32:
         X32, _ = kernels.check_data(X, y, dtype=np.float32)
         v32 = v.astype(np.float32)
@@ -165,7 +184,11 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
            "serial_ratio": best["serial"] / best["read"], "repeats": repeats,
            "driver": "parallel" if parallel else "serial", "threads": numba.get_num_threads(),
            "prefetch": bool(X.nbytes >= kernels.PREFETCH_MIN_BYTES),
-           "load_average": [load_before, _load()], "torch": None, "float32": None}
+           "load_average": [load_before, _load()], "torch": None, "float32": None,
+           "read_one_thread_seconds": None, "serial_ratio_one_thread": None}
+    if "read1" in best:
+        res["read_one_thread_seconds"] = best["read1"]
+        res["serial_ratio_one_thread"] = best["serial"] / best["read1"]
     if float32:
         res["float32"] = {"seconds": best["step32"], "read_seconds": best["read32"],
                           "ratio": best["step32"] / best["read"],
@@ -186,6 +209,10 @@ def describe(t: dict) -> str:
              f"one read of X (X @ v) {1e3 * t['read_seconds']:.1f} ms: ratio {t['ratio']:.2f} "
              f"(one thread: {1e3 * t['serial_seconds']:.1f} ms, ratio {t['serial_ratio']:.2f}); "
              f"load average {t['load_average'][0]}"]
+    if t.get("read_one_thread_seconds"):
+        lines.append(f"  one thread against one thread: read of X with one BLAS thread "
+                     f"{1e3 * t['read_one_thread_seconds']:.1f} ms, one-thread step ratio "
+                     f"{t['serial_ratio_one_thread']:.2f}")
     f32 = t.get("float32")
     if f32:
         lines.append(f"  with X stored in float32: {1e3 * f32['seconds']:.1f} ms, ratio "

@@ -292,6 +292,8 @@ def test_step_bench_reports_the_step_next_to_one_read():
         assert 0 < r[key] < 60
     assert r["ratio"] == r["seconds"] / r["read_seconds"]
     assert r["serial_ratio"] == r["serial_seconds"] / r["read_seconds"]
+    if r["read_one_thread_seconds"] is not None:  # threadpoolctl importable
+        assert r["serial_ratio_one_thread"] == r["serial_seconds"] / r["read_one_thread_seconds"]
     assert "ratio" in step_bench.describe(dict(r, N=50, D=4, d=X.shape[2]))
 
 
