@@ -105,8 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="number of seeds (seed, seed+1, ...; default 5)")
     g.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="default cpu")
     g.add_argument("--threads", type=_positive_int, default=None, metavar="N",
-                   help="PyTorch CPU threads (default: 1 for the digits, whose matrices are too "
-                        "small to gain from more; all cores otherwise)")
+                   help="PyTorch CPU threads per run (default: 1 for the digits, whose "
+                        "matrices are too small to gain from more, and whenever "
+                        "$PATCHASSOC_JOBS is set; all cores otherwise)")
     g.add_argument("--jobs", type=_positive_int, default=None, metavar="J",
                    help="runs trained at once in separate processes, each with --threads "
                         "torch threads (default: $PATCHASSOC_JOBS if set, else up to 2 for the "
@@ -144,8 +145,12 @@ def _require_torch():
 
 
 def default_threads(data: str) -> int:
-    """PyTorch threads used when --threads is not given."""
-    return 1 if data == "digits" else max(1, os.cpu_count() or 1)
+    """PyTorch threads per run when --threads is not given: 1 for the digits, and 1 whenever
+    ``PATCHASSOC_JOBS`` is set (its processes share the cores it was given); all cores
+    otherwise."""
+    if data == "digits" or os.environ.get("PATCHASSOC_JOBS", "").strip():
+        return 1
+    return max(1, os.cpu_count() or 1)
 
 
 def default_jobs(data: str, device: str) -> int:
@@ -169,7 +174,10 @@ def default_jobs(data: str, device: str) -> int:
 #: with the digits recipe (30 epochs); the shuffled-patch experiment on the first 3 of those seeds
 #: with the same recipe, so its unshuffled ViT cells are the comparison's own runs. Not fewer
 #: epochs: measured on 2 seeds, the CNN's accuracy is still rising between 15 and 30 epochs
-#: (unshuffled 93.3, 94.9 % at 15 against 96.2, 97.6 % at 30).
+#: (unshuffled 93.3, 94.9 % at 15 against 96.2, 97.6 % at 30). Cost: 41 trainings (20 + 27, less
+#: the 6 unshuffled ViT cells shared), 399 CPU-s on one core (PATCHASSOC_JOBS=1, measured at load
+#: average 5-8, so inflated; 450 before the training loop's savings, whose numbers are the same
+#: bit for bit; the same loop measured 14 % cheaper side by side in one process).
 REPRODUCE_FULL = dict(seeds=5, shuffle_seeds=3)
 #: ``reproduce --quick``: every part, tiny, in one process (a smoke run; its numbers mean
 #: nothing).

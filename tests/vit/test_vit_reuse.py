@@ -155,15 +155,18 @@ def test_the_study_trains_the_b8_vit_cells_once_and_reports_them_in_both_tables(
 def test_worker_count_follows_patchassoc_jobs(monkeypatch):
     import os
 
-    from patchassoc.simulations.commands.vit import default_jobs
+    from patchassoc.simulations.commands.vit import default_jobs, default_threads
 
     monkeypatch.delenv("PATCHASSOC_JOBS", raising=False)
     assert default_jobs("digits", "cpu") == min(2, os.cpu_count() or 1)
     assert default_jobs("cifar10", "cpu") == 1
+    assert default_threads("digits") == 1
+    assert default_threads("cifar10") == max(1, os.cpu_count() or 1)
     monkeypatch.setenv("PATCHASSOC_JOBS", "1")
     assert default_jobs("digits", "cpu") == 1
     monkeypatch.setenv("PATCHASSOC_JOBS", "3")
-    assert default_jobs("digits", "cpu") == 3
+    assert default_jobs("digits", "cpu") == 3 and default_jobs("cifar10", "cpu") == 3
+    assert default_threads("cifar10") == 1  # one torch thread per worker
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv("PATCHASSOC_JOBS", bad)
         with pytest.raises(UsageError, match="PATCHASSOC_JOBS must be a positive integer"):
@@ -195,3 +198,19 @@ def test_a_run_smaller_than_the_declared_study_is_a_preview():
     text = figure_readings(quick)["vit_attention"]
     assert text.startswith("A pipeline check, not a result") and "no verdict" in text
     assert preview_reasons(dict(quick, data="cifar10")) == []  # no declared study there
+
+
+def test_the_command_takes_its_worker_count_from_patchassoc_jobs(tmp_path, capsys, monkeypatch):
+    import json
+
+    from patchassoc.simulations.cli import main
+
+    monkeypatch.setenv("PATCHASSOC_JOBS", "1")  # without it: 2 workers on a 2-core machine
+    status = main(["vit", "--no-shuffle", "--epochs", "1", "--dim", "16", "--depth", "1",
+                   "--heads", "2", "--seeds", "2", "--max-train", "64", "--quiet", "--json",
+                   "--out", str(tmp_path / "o")])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    s = json.loads(captured.out)
+    assert s["jobs"] == 1 and s["torch_threads"] == 1
+    assert s["claim6"]["status"] == "preview"
