@@ -15,10 +15,10 @@ the serial driver (small inputs) gives the same numbers as the threaded one (lar
 A step is bound by one read of X from memory (N D d entries; ``patchassoc bench`` times it
 against ``X @ v``). X is read once: each sample's D x d block is still in cache for its
 grad_v update, and while that update runs, the next sample's block is prefetched (data past
-:data:`PREFETCH_MIN_BYTES`), so the memory never idles during the arithmetic. The arithmetic is
-strict IEEE float64 (no fastmath, no fused multiply-add) and yet vectorized: the two passes
-over a sample, U = X_n v (two rows side by side) and grad_v += X_n^T (A^T G) (32 entries side
-by side), are explicit LLVM vector code with their accumulators in SIMD registers
+:data:`PREFETCH_MIN_BYTES`), so the memory keeps streaming during that arithmetic. The
+arithmetic is strict IEEE float64 (no fastmath, no fused multiply-add) and yet vectorized: the
+two passes over a sample, U = X_n v (two rows side by side) and grad_v += X_n^T (A^T G) (32
+entries side by side), are explicit LLVM vector code with their accumulators in SIMD registers
 (:func:`_dots_simd`, :func:`_axpy_sample_simd`), in an order stated by their plain-Python twins
 (:func:`_dots`, :func:`_axpy_lanes`); the other inner loops are elementwise over contiguous
 memory, which LLVM vectorizes without reordering anything. So the compiled kernels give the
@@ -490,11 +490,11 @@ def _step_serial(X, y, v, Q, p, nu):
     return A, loss, err, gv, gA, _grad_logits(A, gA)
 
 
-def step_quantities(X, y, v, Q, p, nu):
-    """(A, loss, error, grad_v, grad_A, grad_Q) at logits Q, for arrays already validated (X, y
-    by :func:`check_data`; v, Q float64, C-contiguous, the right shapes; p an int): the numbers
-    of ``softmax_rows`` then ``loss_and_grad``, with no check. Non-finite v or Q give non-finite
-    results, never an error."""
+def _step_quantities(X, y, v, Q, p, nu):
+    """(A, loss, error, grad_v, grad_A, grad_Q) at logits Q: the numbers of ``softmax_rows``
+    then ``loss_and_grad``, without their checks, for a loop that validated its arrays once (X, y
+    by :func:`check_data`; v, Q float64, C-contiguous, the right shapes; p an int). Non-finite v
+    or Q give non-finite results, never an error."""
     if _threaded(X):
         A = _softmax_rows(Q)
         loss, err, gv, gA = _loss_grad_parallel(X, y, v, A, p, nu)

@@ -197,7 +197,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
     try:
         while True:
             Q = np.ascontiguousarray(_logits(theta, gram))
-            out = dict(zip(keys, kernels.step_quantities(train_X, train_y, v, Q, p, nu)))
+            out = dict(zip(keys, kernels._step_quantities(train_X, train_y, v, Q, p, nu)))
             A = out.pop("A")
             if not (math.isfinite(out["loss"]) and np.isfinite(out["grad_v"]).all()
                     and np.isfinite(out["grad_Q"]).all()):
