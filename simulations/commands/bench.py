@@ -14,7 +14,9 @@ Reports (best of a few repeats, wall clock, after warm-up):
 - the speedup of the exact engine over the brute-force oracle at D = 12 (L = 3, C = 4), both
   computing risk, error and Bayes error of the same invariant Q (the engine also its gradient);
 - one sampled-data gradient step (loss and gradients in v and Q, Numba) at the reference size
-  of the config (N = n_train, D, d).
+  of the config (N = n_train, D, d), next to one read of X (``X @ v``) timed in the same run,
+  and their ratio (:mod:`patchassoc.simulations.step_bench`; the one-thread step also against a
+  read with one BLAS thread).
 
 Timings depend on the machine and its load; they are measurements, never test assertions.
 """
