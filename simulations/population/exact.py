@@ -194,11 +194,12 @@ def _state_terms(out, npos, nneg, nzero, S, T, alpha, dPQ, dQR, R, p, nu):
 @jit
 def _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg):
     """tabT[s, t, :] for noise-set state s and sig[t, :] for the signal set, T = t + Tmin
-    (state-major: a level's partial sums read one state's row)."""
+    (state-major: a level's partial sums read one state's row); tabT[K] is a row of zeros
+    (added where no state's row is due, so that every leaf sums the same three terms)."""
     K = npos.shape[0]
     Tmin = C - M * C
     nT = 2 * M * C + 1
-    tabT = np.zeros((K, nT, 5))
+    tabT = np.zeros((K + 1, nT, 5))
     sig = np.zeros((nT, 5))
     dPQ = Pd - Qs
     dQR = Qs - R
@@ -221,7 +222,7 @@ def _tilt_table(tabT, pi, S_of, lambdas):
     """LX[s, t, l] = log sum_{s' >= s} pi_s' exp(lambda_l S_s' - F(s', T)) over the states of
     positive probability (-inf when there is none): the exponentially tilted suffix masses of
     the margin bound (log-sum-exp, no overflow)."""
-    K, nT = tabT.shape[0], tabT.shape[1]
+    K, nT = pi.shape[0], tabT.shape[1]
     nl = lambdas.shape[0]
     LX = np.full((K + 1, nT, nl), -np.inf)
     for l in range(nl):
@@ -284,10 +285,16 @@ def _push(j, s, st, run, wp, nzp, Sp, pi, n_of, S_of):
 @jit
 def _partial(P, j, s, tabT, cen, half):
     """P[j+1, t] = P[j, t] + tabT[s, t] for t in [cen - half, cen + half]: the sums of f and of
-    its four derivatives over the states fixed so far, for every final T still reachable."""
+    its four derivatives over the states fixed so far, for every final T still reachable
+    (the five columns written out: twice as fast as the nested loop; no array views, whose
+    reference counts cost more than the sums)."""
+    n = j + 1
     for i in range(cen - half, cen + half + 1):
-        for r in range(5):
-            P[j + 1, i, r] = P[j, i, r] + tabT[s, i, r]
+        P[n, i, 0] = P[j, i, 0] + tabT[s, i, 0]
+        P[n, i, 1] = P[j, i, 1] + tabT[s, i, 1]
+        P[n, i, 2] = P[j, i, 2] + tabT[s, i, 2]
+        P[n, i, 3] = P[j, i, 3] + tabT[s, i, 3]
+        P[n, i, 4] = P[j, i, 4] + tabT[s, i, 4]
 
 
 @jit
@@ -310,7 +317,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
     d0 = tasks.shape[1]
     K = n_of.shape[0]
     Tmin = C - M * C
-    st, run, wp, nzp, Sp, P, acc, comp, blk, mg, first, zrow = work
+    st, run, wp, nzp, Sp, P, acc, comp, blk, mg, first = work
     lazy = False
     acc[:] = 0.0
     comp[:] = 0.0
@@ -355,12 +362,20 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             # the sums over the previous levels: P[last], or (lazy: the level above skipped
             # its window) P[last - 1] plus the previous state's row, in the same order
             if lazy:
-                Pr = P[last - 1]
-                Br = tabT[st[last - 1]]
+                pr = last - 1
+                br = st[last - 1]
             else:
-                Pr = P[last]
-                Br = zrow
+                pr = last
+                br = K  # the row of zeros
             nleaf = 0
+            # the block sums in locals (registers) over the loop, in the same order
+            sb0 = blk[0]
+            sb1 = blk[1]
+            sb2 = blk[2]
+            sb3 = blk[3]
+            sb4 = blk[4]
+            sb5 = blk[5]
+            sb6 = blk[6]
             for s in range(s0, K):
                 ns = n_of[s]
                 if ns > left:
@@ -376,24 +391,31 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                     pm1 += w * (nzb + ns)
                     continue
                 ti = Sbase + S_of[s]
-                f = (Pr[ti, 0] + Br[ti, 0]) + tabT[s, ti, 0]
-                g1 = (Pr[ti, 1] + Br[ti, 1]) + tabT[s, ti, 1]
-                g2 = (Pr[ti, 2] + Br[ti, 2]) + tabT[s, ti, 2]
-                g3 = (Pr[ti, 3] + Br[ti, 3]) + tabT[s, ti, 3]
-                g4 = (Pr[ti, 4] + Br[ti, 4]) + tabT[s, ti, 4]
+                f = (P[pr, ti, 0] + tabT[br, ti, 0]) + tabT[s, ti, 0]
+                g1 = (P[pr, ti, 1] + tabT[br, ti, 1]) + tabT[s, ti, 1]
+                g2 = (P[pr, ti, 2] + tabT[br, ti, 2]) + tabT[s, ti, 2]
+                g3 = (P[pr, ti, 3] + tabT[br, ti, 3]) + tabT[s, ti, 3]
+                g4 = (P[pr, ti, 4] + tabT[br, ti, 4]) + tabT[s, ti, 4]
                 loss, dl = _loss_pair(f)
-                blk[0] += w * loss
+                sb0 += w * loss
                 if f < -tie:
-                    blk[1] += w
+                    sb1 += w
                 elif f <= tie:
-                    blk[1] += 0.5 * w
+                    sb1 += 0.5 * w
                 wd = w * dl
-                blk[2] += wd * g1
-                blk[3] += wd * g2
-                blk[4] += wd * g3
-                blk[5] += wd * g4
-                blk[6] += w
+                sb2 += wd * g1
+                sb3 += wd * g2
+                sb4 += wd * g3
+                sb5 += wd * g4
+                sb6 += w
                 nleaf += 1
+            blk[0] = sb0
+            blk[1] = sb1
+            blk[2] = sb2
+            blk[3] = sb3
+            blk[4] = sb4
+            blk[5] = sb5
+            blk[6] = sb6
             acc[7] += nleaf
             pending += nleaf
             if pending >= _BLOCK:
@@ -446,12 +468,14 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                 continue
         cen = Sp[j + 1] + C - Tmin
         half = min(kmax - nzp[j + 1], m * C)
-        lazy = m == 1 and theta2 == 0.0
-        if lazy:  # the leaves below add this state's row themselves (cheaper than the window)
-            j += 1
-            st[j] = s
-            continue
-        _partial(P, j, s, tabT, cen, half)
+        # one level above the leaves, P[last] is not formed: the leaves add this state's row
+        # themselves (cheaper than the window), and the margin bound reads f's column as
+        # P[j] + tabT[s] (the same sum)
+        lazy = m == 1
+        if not lazy:
+            _partial(P, j, s, tabT, cen, half)
+        pf = j if lazy else j + 1
+        tf = s if lazy else K
         if theta2 > 0.0:
             # exponential tilt: l(f) <= e^-f and |l'(f)| <= e^-f for every f, and
             # f = P[T] + sum of the m terms F(s_i, T); by the multinomial theorem the leaves
@@ -463,7 +487,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             mx = math.inf
             for l in range(nl):
                 mx = min(mx, m * LX[s, cen, l])
-            mx -= P[j + 1, cen, 0]
+            mx -= P[pf, cen, 0] + tabT[tf, cen, 0]
             scale = wp[j + 1] * invfact[m] * (2 * half + 1)
             c_e1 = cmax * (C + nzp[j + 1] + min(m * C, kmax - nzp[j + 1]))
             if scale * math.exp(mx) * max(1.0, c_e1) >= theta2:
@@ -474,7 +498,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                 best = math.inf
                 for l in range(nl):
                     best = min(best, m * LX[s, i, l] - lambdas[l] * (i - cen))
-                v = best - P[j + 1, i, 0]
+                v = best - (P[pf, i, 0] + tabT[tf, i, 0])
                 if v > mx:
                     mx = v
             e0 = scale * math.exp(mx)
@@ -511,7 +535,7 @@ def _scratch(M, sig, w0):
     first = np.full(1, -1, dtype=np.int64)
     return (np.zeros(M + 1, dtype=np.int64), np.ones(M + 1, dtype=np.int64), wp,
             np.zeros(M + 1, dtype=np.int64), np.zeros(M + 1, dtype=np.int64), P, np.zeros(8),
-            np.zeros(8), np.zeros(7), np.zeros(6), first, np.zeros((nT, 5)))
+            np.zeros(8), np.zeros(7), np.zeros(6), first)
 
 
 @jit
