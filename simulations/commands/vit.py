@@ -177,7 +177,10 @@ def default_jobs(data: str, device: str) -> int:
 #: (unshuffled 93.3, 94.9 % at 15 against 96.2, 97.6 % at 30). Cost: 41 trainings (20 + 27, less
 #: the 6 unshuffled ViT cells shared), 399 CPU-s on one core (PATCHASSOC_JOBS=1, measured at load
 #: average 5-8, so inflated; 450 before the training loop's savings, whose numbers are the same
-#: bit for bit; the same loop measured 14 % cheaper side by side in one process).
+#: bit for bit). Side by side in one process (min of 4 runs each, load 3-4), the loop's savings
+#: are 4 % (positional), 8 % (standard), 6 % (uniform), 18 % (no mixing), 9 % (CNN) of the CPU
+#: per epoch, 7 % over the step's mix (~400 -> ~373 CPU-s), plus ~1.7 s of torch.optim imports
+#: that the first epoch of each process no longer pays.
 REPRODUCE_FULL = dict(seeds=5, shuffle_seeds=3)
 #: ``reproduce --quick``: every part, tiny, in one process (a smoke run; its numbers mean
 #: nothing).
