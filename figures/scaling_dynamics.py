@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from matplotlib.ticker import NullLocator, ScalarFormatter
+
 from .style import COLORS, new_figure, save_figure
 
 __all__ = ["plot", "save"]
@@ -41,11 +43,20 @@ def _panel(ax, rows, xkey, fits, xlabel, title):
                         textcoords="offset points", xytext=(4, 6), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+    xs = sorted({r[xkey] for r in rows})
+    if xs:
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(x) for x in xs])
+    ax.margins(y=0.12)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("step")
     ax.set_title(title, fontsize=9)
     if rows:
-        ax.legend(fontsize=7.5, loc="lower right")
+        ax.legend(fontsize=7.5, loc="upper left")
     else:
         ax.text(0.5, 0.5, "not run", transform=ax.transAxes, ha="center", va="center")
 
@@ -57,7 +68,7 @@ def plot(summary, axes=None):
         _, axes = new_figure(1, 2, figsize=(11, 4.6))
     _panel(axes[0], b["vs_d"], "d", b["fits_d"], "patch dimension d",
            "phase times along the family (L = C = round(ln d)), diagonal fixed")
-    _panel(axes[1], b["vs_D"], "D", b["fits_D"], "number of patches D = L C (L = C)",
+    _panel(axes[1], b["vs_D"], "D", b["fits_D"], "number of patches D = L C (L = C = 3, 4, ...)",
            f"phase times at fixed d = {b.get('sweep_d')}")
     return axes
 

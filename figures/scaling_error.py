@@ -56,7 +56,7 @@ def plot(summary, axes=None):
         xs, ys = _series(rows, key)
         if not xs:
             continue
-        ax.plot(xs, ys, color=color, marker=marker, ms=6 if key == "block" else 4, ls=ls,
+        ax.plot(xs, ys, color=color, marker=marker, ms=7 if key == "block" else 5, ls=ls,
                 label=label, mfc="none" if key == "block" else color)
         mx, s = _exponents(xs, ys)
         if mx:
@@ -67,8 +67,11 @@ def plot(summary, axes=None):
     ax.set_yscale("log")
     ax.set_xlabel("patch dimension d")
     ax.set_ylabel("population zero-one error")
-    ax.set_title(f"error against d: L = {fam['L_rule']}, C = {fam['C_rule']} (rounded ln d), "
-                 f"q = ln d / D", fontsize=9)
+    def rule(r):
+        return {"log": "round(ln d)", "log2": "round(log2 d)"}.get(r, r)
+    q = "ln d / D" if fam["q_rule"] == "log" else fam["q_rule"]
+    ax.set_title(f"error against d: L = {rule(fam['L_rule'])}, C = {rule(fam['C_rule'])}, "
+                 f"q = {q}", fontsize=9)
     ax.legend(fontsize=7.5, loc="lower left")
     ax2.set_xscale("log")
     ax2.set_xlabel("patch dimension d (geometric midpoints)")
@@ -76,7 +79,7 @@ def plot(summary, axes=None):
     c7 = summary.get("claim7") or {}
     ax2.set_title(f"local exponents (rising = faster than any power); claim 7: "
                   f"{c7.get('status', 'n/a')}", fontsize=9)
-    ax2.legend(fontsize=7.5, loc="upper left")
+    ax2.legend(fontsize=7.5, loc="center right")
     return axes
 
 

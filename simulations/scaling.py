@@ -407,9 +407,12 @@ def block_cells(ds: Sequence[int]) -> list[ScalingCell]:
     return [ScalingCell("block", int(d)) for d in ds]
 
 
-def sweep_cells(d: int, sizes: Sequence[int]) -> list[ScalingCell]:
-    """GD at fixed d with L = C = each of ``sizes`` (study (b) against D)."""
-    return [ScalingCell("gd", int(d), int(n), int(n)) for n in sizes]
+def sweep_cells(d: int, sizes: Sequence[int], family: Family | None = None) -> list[ScalingCell]:
+    """GD at fixed d with L = C = each of ``sizes`` (study (b) against D); the size the family
+    itself gives at d is the family's own GD cell (computed once)."""
+    own = (family or Family()).sizes(d)
+    return [ScalingCell("gd", int(d)) if (own["L"], own["C"]) == (n, n)
+            else ScalingCell("gd", int(d), int(n), int(n)) for n in sizes]
 
 
 def sampled_cells(ds: Sequence[int], Ns: Sequence[int], seeds: Sequence[int]) -> list[ScalingCell]:
@@ -436,7 +439,9 @@ def n_assoc(records: Sequence[dict], Ns: Sequence[int], n_seeds: int,
     for N in sorted(int(n) for n in Ns):
         recs = [r for r in records if int(r["N"]) == N]
         k = sum(bool(r.get("associated")) for r in recs)
-        per_N.append({"N": N, "associated": k, "seeds": len(recs)})
+        shares = [float(r["share_min"]) for r in recs if r.get("share_min") is not None]
+        per_N.append({"N": N, "associated": k, "seeds": len(recs),
+                      "share_min_mean": float(np.mean(shares)) if shares else None})
         if found is None and len(recs) >= n_seeds and k >= pass_seeds:
             found = N
     return {"per_N": per_N, "N_assoc": found, "censored": found is None,
