@@ -28,7 +28,8 @@ def _fit_text(fit) -> str:
 
 
 def _panel(ax, rows, xkey, fits, xlabel, title):
-    for t, color, marker in (("t_alpha", COLORS["blue"], "o"), ("t_share", COLORS["vermillion"], "s")):
+    for t, color, marker in (("t_alpha", COLORS["blue"], "o"),
+                             ("t_share", COLORS["vermillion"], "s")):
         pts = [(r[xkey], r[t]) for r in rows if r.get(t)]
         if not pts:
             continue

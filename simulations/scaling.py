@@ -9,10 +9,12 @@ on the grid d_k = round(e^k) (so L = C = k exactly). Under it the Bayes error is
 Each rule can be changed (:class:`Family`): ``log`` (round(ln d)), ``log2`` (round(log2 d)) or a
 constant for L and C; ``log`` (ln d / D) or a constant for q; ``loglog`` or a constant for kappa.
 
-Three studies, each made of independent, resumable cells (:func:`patchassoc.simulations.cells.run_cells`):
+Three studies, each made of independent, resumable cells
+(:func:`patchassoc.simulations.cells.run_cells`):
 
 (a) Error against d. Exact closed forms at every d: the Bayes error and the error of identity and
-    uniform attention (sign f = sign T for both: :func:`patchassoc.theory.solutions.sign_of_sum_error`).
+    uniform attention (sign f = sign T for both:
+    :func:`patchassoc.theory.solutions.sign_of_sum_error`).
     With the exact engine, certified at tol(d) = 1e-3 Bayes(d): block-uniform
     (alpha, a, b, c) = (2, 2 ln d, 2 ln d, 0) (shifted blocks have the same f for every input,
     Lemma L11, hence the same numbers) and the population GD solution (diagonal fixed,

@@ -52,7 +52,7 @@ def test_grid_and_sizes_reject_bad_input():
     assert sc.steps_for(55) == math.ceil(1000 * math.log(55))
 
 
-# -- fits and the omega test ---------------------------------------------------------------------
+# -- fits and the omega test -----------------------------------------------------------------------
 def test_loglog_fit_recovers_a_known_slope():
     x = np.array([55.0, 148.0, 403.0, 1097.0])
     fit = sc.loglog_fit(x, 3.0 * x ** -2.0)
@@ -83,7 +83,7 @@ def test_local_exponents_of_a_power_and_of_a_superpolynomial_decay():
     assert sc.omega_test(ds, [1e-3, 0.0, 1e-5, 1e-6])["exponents"][0] is None
 
 
-# -- claim 7 bookkeeping -----------------------------------------------------------------------------
+# -- claim 7 bookkeeping ---------------------------------------------------------------------------
 def _summary(gd, control, bayes=None, reasons=()):
     ds = sc.grid_d(sc.GD_KS)
     bayes = bayes or [math.exp(-math.log(d) ** 2) for d in ds]
@@ -110,7 +110,7 @@ def test_claim7_passes_fails_and_previews_by_the_rule():
         assert key in ok
 
 
-# -- cells: resumption ---------------------------------------------------------------------------------
+# -- cells: resumption -----------------------------------------------------------------------------
 CALLS = []
 
 
@@ -145,7 +145,7 @@ def test_n_assoc_takes_the_first_N_with_enough_seeds():
     assert sc.n_assoc(recs[:10], [10], 10, 8)["censored"]
 
 
-# -- CLI ---------------------------------------------------------------------------------------------------
+# -- CLI -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("args,needle", [
     (["scaling", "--ks", "6-4"], "increasing distinct"),
     (["scaling", "--ks", "a"], "expected integers"),
