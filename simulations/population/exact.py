@@ -870,9 +870,11 @@ def _refuse(what: str, configurations: int, max_configurations: int,
 #: With pruning, the share of ``tol`` left to the tail n > k, and the share of the subtrees
 #: skipped by their margin (the rest is the budget of the pruning by probability).
 TAIL_SHARE = 0.1
-MARGIN_SHARE = 0.5
-#: An :class:`Evaluator` aims the margin's skipped bounds at this share of its budget.
-_MARGIN_AIM = 0.5
+MARGIN_SHARE = 0.3
+#: An :class:`Evaluator` aims the margin's skipped bounds at this share of its budget, and
+#: raises the margin threshold by at most this factor from one point to the next.
+_MARGIN_AIM = 0.7
+_MARGIN_RAMP = 4.0
 
 #: Pruning aims at this share of its budget: the subtree bounds add a little to what the key
 #: histogram predicts (a run that still ends above ``tol`` is redone with a lower threshold).
@@ -1117,19 +1119,23 @@ _PRUNE_BACKOFF = 16.0
 _PRUNE_RETRIES = 3
 
 
-def _enumerate(L, C, q, p, nu, alpha, a, b, c, pl: Plan, tol, parallel, ratio=None):
+def _enumerate(L, C, q, p, nu, alpha, a, b, c, pl: Plan, tol, parallel, prev=None):
     """Run the plan; with pruning, the certified bounds of what was actually omitted.
 
-    ``ratio`` (from the previous point of a trajectory, :class:`Evaluator`): the tilted bounds
-    skipped there summed to ``ratio`` times their threshold, so the threshold aims at
-    ``_MARGIN_AIM`` of the margin's share of ``tol`` (never below the plan's a-priori one).
+    ``prev`` = (threshold, ratio) of the margin pruning at the previous point of a trajectory
+    (:class:`Evaluator`): the tilted bounds skipped there summed to ``ratio`` times that
+    threshold, so this one aims at ``_MARGIN_AIM`` of the margin's share of ``tol``, moving at
+    most ``_MARGIN_RAMP`` times up per step (never below the plan's a-priori threshold).
     Returns the columns, the attention values, the bounds, the omitted probability, whether
-    complete, and the ratio measured here (``None`` without margin pruning).
+    complete, and (threshold, ratio) here (``None`` without margin pruning). A run above
+    ``tol`` is redone with the threshold of the part that exceeded its share lowered.
     """
     N = (L - 1) * C
     theta, theta2 = pl.theta, pl.theta_margin
-    if theta2 > 0.0 and ratio is not None:
-        theta2 = max(theta2, _MARGIN_AIM * MARGIN_SHARE * tol / max(ratio, 1.0))
+    if theta2 > 0.0 and prev is not None:
+        th_prev, ratio = prev
+        aim = _MARGIN_AIM * MARGIN_SHARE * tol / ratio if ratio > 0.0 else math.inf
+        theta2 = max(theta2, min(aim, _MARGIN_RAMP * th_prev))
     for attempt in range(_PRUNE_RETRIES + 2):
         total, values, tie = _run(L, C, q, p, nu, alpha, a, b, c, pl.k, parallel, theta,
                                   theta2)
@@ -1141,23 +1147,24 @@ def _enumerate(L, C, q, p, nu, alpha, a, b, c, pl: Plan, tol, parallel, ratio=No
         # (all within k) with the tighter ones of configurations within k
         coef = _coefficients(L, C, p, nu, alpha, a, b, c, pl.k)
         tail = _bounds_from(_coefficients(L, C, p, nu, alpha, a, b, c), t0, C * t0 + tn)
-        bounds = _bounds_from(coef, pm0, C * pm0 + pm1)
-        bounds = {key: float(bounds[key] + tail[key]) for key in bounds}
+        pruned = _bounds_from(coef, pm0, C * pm0 + pm1)
         # the subtrees skipped by their tilted margin bound: sum w e^-f <= e0 (risk; error
         # with the tie factor) and sum w e^-f (C + n) <= e1 (each derivative, times its c1)
         e0, e1 = float(total[11]) * _BOUND_SAFETY, float(total[12]) * _BOUND_SAFETY
         tilt = {"risk": e0, "error": math.exp(tie) * e0}
         tilt.update({key: coef[key][1] * e1 for key in ("alpha", "a", "b", "c")})
-        for key, extra in tilt.items():
-            bounds[key] = float(bounds[key] + extra)
+        bounds = {key: float(tail[key] + pruned[key] + tilt[key]) for key in tail}
         if max(bounds.values()) <= tol:
-            measured = max(tilt.values()) / theta2 if theta2 > 0.0 else None
-            return (total, values, bounds, t0 + pm0 + float(total[10]), False, measured)
+            state = ((theta2, max(tilt.values()) / theta2) if theta2 > 0.0 and total[13] > 0
+                     else None)
+            return (total, values, bounds, t0 + pm0 + float(total[10]), False, state)
         if attempt >= _PRUNE_RETRIES:
             theta = theta2 = 0.0
-        else:
+            continue
+        if max(tilt.values()) > MARGIN_SHARE * tol:
+            theta2 = max(pl.theta_margin, theta2 / _PRUNE_BACKOFF)
+        if max(tail[key] + pruned[key] for key in tail) > (1.0 - MARGIN_SHARE) * tol:
             theta /= _PRUNE_BACKOFF
-            theta2 /= _PRUNE_BACKOFF
     raise AssertionError("unreachable: the unpruned plan meets tol")
 
 
@@ -1197,25 +1204,30 @@ def evaluate(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float
 
 
 def _evaluate(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune,
-              parallel_min_configurations, ratio=None):
-    """:func:`evaluate` on a checked problem; also returns the measured margin ratio."""
+              parallel_min_configurations, prev=None):
+    """:func:`evaluate` on a checked problem; also returns the margin state (threshold, measured
+    ratio) for the next point (:func:`_enumerate`)."""
     alpha, a, b, c = _check_point(alpha=alpha, a=a, b=b, c=c)
     pl = plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)
     total, values, bounds, omitted, complete, measured = _enumerate(
         L, C, q, p, nu, alpha, a, b, c, pl, tol,
-        pl.configurations >= parallel_min_configurations, ratio)
+        pl.configurations >= parallel_min_configurations, prev)
     if _uniform(values, L, C):
         # Exact identity: at uniform attention every entry of a row gets the same per-entry
         # gradient, so d/da = d/db = d/dc = 0 (module notes); the computed values are rounding
         # noise (~1e-18) that the unstable fixed point would amplify.
         ga = gb = gc = 0.0
     else:
-        ga, gb, gc = (float(g) for g in chain_to_logits(total[3], total[4], total[5], a, b, c,
-                                                         L, C))
+        # chain_to_logits written out with the attention values of the run (the same
+        # numbers, without recomputing the softmax)
+        Pd, Qs, R = values
+        gP, gQ, gR = float(total[3]), float(total[4]), float(total[5])
+        mix = Pd * gP + Qs * gQ + R * gR
+        ga, gb, gc = Pd * (gP - mix), Qs * (gQ - (C - 1) * mix), R * (gR - (L * C - C) * mix)
     ev = Evaluation(risk=float(total[0]), error=float(total[1]),
                     grad={"alpha": float(total[2]), "a": ga, "b": gb, "c": gc},
                     grad_values=(float(total[3]), float(total[4]), float(total[5])),
-                    bayes_error=bayes_error(L, C, q), configurations=int(total[7]),
+                    bayes_error=_bayes_error(L, C, q), configurations=int(total[7]),
                     k=pl.k, complete=complete, bounds=bounds,
                     probability=float(total[6]), omitted_probability=omitted,
                     attention=values)
@@ -1238,8 +1250,8 @@ def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: 
 
 
 def _evaluate_gram(L, C, q, p, nu, alpha, x, y, w, tol, max_configurations, prune,
-                   parallel_min_configurations, ratio=None):
-    """:func:`evaluate_gram` on a checked problem; also returns the measured margin ratio."""
+                   parallel_min_configurations, prev=None):
+    """:func:`evaluate_gram` on a checked problem; also returns the margin state."""
     alpha, x, y, w = _check_point(alpha=alpha, x=x, y=y, w=w)
     a, b, c = gram_to_logits(x, y, w, L, C)
     J = np.abs(gram_jacobian(x, y, w, L, C))
@@ -1247,7 +1259,7 @@ def _evaluate_gram(L, C, q, p, nu, alpha, x, y, w, tol, max_configurations, prun
     scale = max(1.0, float(J.sum(axis=0).max()))
     ev, measured = _evaluate(L, C, q, p, nu, alpha, a, b, c,
                              None if tol is None else tol / scale, max_configurations, prune,
-                             parallel_min_configurations, ratio)
+                             parallel_min_configurations, prev)
     gx, gy, gw = chain_to_gram(ev.grad["a"], ev.grad["b"], ev.grad["c"], x, y, w, L, C)
     bab = np.array([ev.bounds["a"], ev.bounds["b"], ev.bounds["c"]])
     bx = J.T @ bab
@@ -1294,15 +1306,20 @@ class Evaluator:
         self.tol, self.prune, self.param = tol, bool(prune), param
         self.max_configurations = int(max_configurations)
         self.parallel_min_configurations = int(parallel_min_configurations)
-        self.ratio: float | None = None
+        self.margin: tuple | None = None  # (threshold, measured ratio) at the last point
 
     def __call__(self, alpha: float, *coords: float) -> Evaluation:
         """The evaluation at (alpha, coords): (a, b, c) for logits, (x, y, w) for Gram."""
         if len(coords) != 3:
             raise ValueError(f"three attention coordinates expected, got {len(coords)}")
         fn = _evaluate if self.param == "logits" else _evaluate_gram
-        ev, measured = fn(*self.problem, alpha, *coords, self.tol, self.max_configurations,
-                          self.prune, self.parallel_min_configurations, self.ratio)
-        if measured is not None:
-            self.ratio = measured
+        ev, state = fn(*self.problem, alpha, *coords, self.tol, self.max_configurations,
+                       self.prune, self.parallel_min_configurations, self.margin)
+        if state is not None:
+            self.margin = state
         return ev
+
+    @property
+    def ratio(self) -> float | None:
+        """The margin's skipped bounds over its threshold at the last point that pruned."""
+        return None if self.margin is None else self.margin[1]
