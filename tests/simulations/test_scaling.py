@@ -9,7 +9,7 @@ import pytest
 from patchassoc.simulations import scaling as sc
 from patchassoc.simulations.cli import main
 from patchassoc.simulations.commands import scaling as cmd
-from tests.simulations.test_scaling_tolerances import FIT_SLOPE_EXACT_ABS
+from tests.simulations.test_scaling_tolerances import BAYES_REL, FIT_SLOPE_EXACT_ABS
 
 
 # -- the family ------------------------------------------------------------------------------------
@@ -162,3 +162,21 @@ def test_scaling_bad_input_one_line_exit_2(args, needle, capsys, tmp_path, monke
     lines = err.strip().splitlines()
     assert out == "" and len(lines) == 1, err
     assert lines[0].startswith("patchassoc: error: ") and needle in lines[0]
+
+
+# -- the real cells at tiny sizes ----------------------------------------------------------------------
+def test_block_and_gd_cells_are_certified_and_never_beat_bayes():
+    task = sc.ScalingTask(max_steps=60)
+    d = sc.grid_d([3])[0]                                     # d = 20: L = C = 3, enumerated
+    blk = sc.compute_cell(task, sc.ScalingCell("block", d))
+    assert blk["reached"] and blk["L"] == 3 and blk["bound"] == 0.0
+    # the Bayes error is the smallest error of any predictor (relative rounding of the sums)
+    assert blk["error"] >= blk["bayes"] * (1 - BAYES_REL)
+    assert blk["error_high"] == blk["error"] + blk["bound"]
+    gd = sc.compute_cell(task, sc.ScalingCell("gd", d))
+    assert gd["status"] == "ok" and gd["steps_done"] == 60 == gd["steps"]
+    assert gd["error"] >= gd["bayes"] * (1 - BAYES_REL)
+    assert gd["phases"]["t_alpha"] is not None and gd["share_final"] is not None
+    assert gd["fingerprint"] == task.fingerprint() and gd["kind"] == "gd"
+    own = sc.sweep_cells(d, [2, 3])
+    assert own[1] == sc.ScalingCell("gd", d) and own[0].L == 2  # the family's size: one cell

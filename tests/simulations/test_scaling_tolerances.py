@@ -8,3 +8,8 @@ in tests/tolerances.py or a tolerances module next to the tests).
 #: size <= 1e7 carry rounding ~1e-15 relative, divided by ln-spacings ~1, so 1e-9 is a wide floor
 #: that a wrong slope (off by >= 0.01 in these tests) can never meet.
 FIT_SLOPE_EXACT_ABS = 1e-9
+
+#: An exact population error against the exact Bayes error: both are sums of at most ~1e3
+#: probabilities in float64, each rounded to ~1e-16 relative, so 1e-12 relative is a floor far
+#: above rounding; an error below Bayes by more is a wrong engine or a wrong Bayes rule.
+BAYES_REL = 1e-12
