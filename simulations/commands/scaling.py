@@ -317,7 +317,8 @@ def claim7(summary: dict) -> dict:
     gd = tests.get("gd") or {}
     controls = {k: bool((tests.get(k) or {}).get("passed")) for k in ("identity", "uniform")}
     bayes_ok = bool((tests.get("bayes") or {}).get("passed"))
-    if (tests.get("bayes") or {}).get("points", 0) < 3:
+    few = (tests.get("bayes") or {}).get("points", 0) < 3
+    if few:
         reasons.append("fewer than 3 GD points: no exponent trend to read")
     elif not bayes_ok:
         reasons.append("the Bayes error itself fails the test: the family does not meet the "
@@ -330,7 +331,7 @@ def claim7(summary: dict) -> dict:
               f"(rise {_num(gd.get('rise'))}, needs increasing and >= {summary.get('min_rise')}); "
               f"controls identity {'PASS (fails the claim)' if controls['identity'] else 'fail'}, "
               f"uniform {'PASS (fails the claim)' if controls['uniform'] else 'fail'}; "
-              f"Bayes {'passes' if bayes_ok else 'fails'}")
+              f"Bayes {'passes' if bayes_ok else 'fails' if few is False else 'n/a'}")
     if reasons:
         detail += f"; not a verdict ({'; '.join(reasons)})"
     return {"claim": "scaling: along the declared family, the population-GD solution's certified "
@@ -362,10 +363,15 @@ def figure_readings(s: dict) -> dict[str, str]:
     if a:
         rows = a["rows"]
         first, last = rows[0], rows[-1]
+        c7 = claim7(s)
         t = a["tests"]
         ga = [r for r in rows if r["gd"] and r["gd"].get("reached")]
         gd_text = ""
-        if ga:
+        if len(ga) == 1:
+            gd_text = (f"The GD solution's certified error is {ga[0]['gd']['error_high']:.2e} at "
+                       f"d = {ga[0]['d']} ({ga[0]['gd']['error_high'] / ga[0]['bayes']:.2f} x "
+                       "Bayes), one point: no exponent. ")
+        elif ga:
             gd_text = ("The GD solution's certified error goes from "
                        f"{ga[0]['gd']['error_high']:.2e} at d = {ga[0]['d']} to "
                        f"{ga[-1]['gd']['error_high']:.2e} at d = {ga[-1]['d']} "
@@ -380,7 +386,7 @@ def figure_readings(s: dict) -> dict[str, str]:
             f"only from {first['identity']:.2e} to {last['identity']:.2e} (exponents "
             f"{_end(a['tests_all_d']['identity'], 0)} to "
             f"{_end(a['tests_all_d']['identity'], -1)}). " + gd_text
-            + f"Claim 7: {s['claim7']['status']} ({s['claim7']['detail']}).")
+            + f"Claim 7: {c7['status']} ({c7['detail']}).")
     b = s.get("b")
     if b and b["vs_d"]:
         fd = b["fits_d"]["t_share"]
@@ -457,7 +463,7 @@ def render(s: dict) -> str:
     readings = figure_readings(s)
     if "scaling_sampled" in readings:
         lines.append("  (c) " + readings["scaling_sampled"])
-    c7 = s["claim7"]
+    c7 = claim7(s)
     lines.append(f"claim 7: {c7['status'].upper()}: {c7['detail']}")
     lines += [f"figure: {p}" for p in s.get("figures", [])]
     return "\n".join(lines)
