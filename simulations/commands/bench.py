@@ -10,7 +10,9 @@ Reports (best of a few repeats, wall clock, after warm-up):
   1e-6, 1e-8 and 1e-10, pruned by probability (what population gradient descent uses) and
   truncated by count only, in the same run; the first call at each tolerance also builds the
   key histogram of the pruning plan (reported apart, as ``plan_seconds``: it is cached per
-  (L, C, q, k) and shared by every step of a trajectory);
+  (L, C, q, k) and shared by every step of a trajectory); and one step of a trajectory there
+  (``trajectory_*``: the evaluator population descent uses, at a point of the paper-preset
+  run with alpha ~ 3, once its margin threshold has adapted; all threads and one thread);
 - the speedup of the exact engine over the brute-force oracle at D = 12 (L = 3, C = 4), both
   computing risk, error and Bayes error of the same invariant Q (the engine also its gradient);
 - one sampled-data gradient step (loss and gradients in v and Q, Numba) at the reference size
@@ -34,7 +36,7 @@ from patchassoc.theory.structure import build_structure, random_partition
 
 from .. import kernels
 from ..population.bruteforce import bruteforce_risk
-from ..population.exact import evaluate, plan, warm_up
+from ..population.exact import Evaluator, evaluate, plan, warm_up
 from ..sampler import check_sample_size, sample, streams, unit_vector
 from ..train import initial_parameters
 
@@ -48,6 +50,11 @@ BRUTE_LC = (3, 4)
 #: The paper's size (preset ``paper``) and the tolerances timed there.
 PAPER_LCD = (8, 8, 4096)
 PAPER_TOLS = (1e-6, 1e-8, 1e-10)
+#: A point (alpha, a, b, c) of the paper-preset population trajectory with the diagonal fixed
+#: (seed 0, near step 2000, alpha ~ 3): where most of a 3000-step run is spent.
+TRAJECTORY_POINT = (2.975, 2.1184, 1.1365, -0.2686)
+#: Calls that let a trajectory evaluator adapt its margin threshold before it is timed.
+_ADAPT_CALLS = 4
 
 
 def add_arguments(parser) -> None:
@@ -61,6 +68,26 @@ def _best(fn, repeats: int) -> tuple[float, object]:
         out = fn()
         best = min(best, time.perf_counter() - t0)
     return best, out
+
+
+def _trajectory_step(L, C, q, p, nu, tol, repeats) -> dict:
+    """One step of population descent at the paper's size: an :class:`Evaluator` (what
+    ``population_descent`` uses) at ``TRAJECTORY_POINT``, timed once its margin threshold has
+    adapted (after ``_ADAPT_CALLS`` calls), with all Numba threads and with one."""
+    import numba
+    ev_t = Evaluator(L, C, q, p, nu, tol=tol, prune=True)
+    for _ in range(_ADAPT_CALLS):
+        ev_t(*TRAJECTORY_POINT)
+    sec, ev = _best(lambda: ev_t(*TRAJECTORY_POINT), repeats)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        sec1, _ = _best(lambda: ev_t(*TRAJECTORY_POINT), repeats)
+    finally:
+        numba.set_num_threads(before)
+    return {"trajectory_point": list(TRAJECTORY_POINT), "trajectory_seconds": sec,
+            "trajectory_seconds_1thread": sec1, "trajectory_threads": before,
+            "trajectory_configurations": ev.configurations, "trajectory_bound": ev.bound}
 
 
 def run(ctx) -> dict:
@@ -90,12 +117,14 @@ def run(ctx) -> dict:
         sec_p, ev_p = _best(lambda: evaluate(L, C, q, cfg.p, cfg.nu, *POINT, tol=tol,
                                              prune=True), repeats)
         sec_c, ev_c = _best(lambda: evaluate(L, C, q, cfg.p, cfg.nu, *POINT, tol=tol), repeats)
-        paper.append({"L": L, "C": C, "D": L * C, "q": q, "tol": tol,
-                      "seconds": sec_p, "configurations": ev_p.configurations, "k": ev_p.k,
-                      "bound": ev_p.bound, "plan_seconds": plan_sec,
-                      "count_seconds": sec_c, "count_configurations": ev_c.configurations,
-                      "count_k": ev_c.k, "count_bound": ev_c.bound,
-                      "speedup_over_count": sec_c / sec_p})
+        row = {"L": L, "C": C, "D": L * C, "q": q, "tol": tol,
+               "seconds": sec_p, "configurations": ev_p.configurations, "k": ev_p.k,
+               "bound": ev_p.bound, "plan_seconds": plan_sec,
+               "count_seconds": sec_c, "count_configurations": ev_c.configurations,
+               "count_k": ev_c.k, "count_bound": ev_c.bound,
+               "speedup_over_count": sec_c / sec_p}
+        row.update(_trajectory_step(L, C, q, cfg.p, cfg.nu, tol, repeats))
+        paper.append(row)
     # speedup over brute force at D = 12
     L, C = BRUTE_LC
     D = L * C
@@ -149,6 +178,12 @@ def render(s: dict) -> str:
                      f"{r['bound']:.2g}; plan {1e3 * r['plan_seconds']:.0f} ms once) vs by count "
                      f"{1e3 * r['count_seconds']:.1f} ms ({r['count_configurations']:,}): "
                      f"{r['speedup_over_count']:.2f}x")
+        if "trajectory_seconds" in r:
+            lines.append(f"    trajectory step at alpha={r['trajectory_point'][0]:g}: "
+                         f"{1e3 * r['trajectory_seconds']:.1f} ms ({r['trajectory_threads']} "
+                         f"threads), {1e3 * r['trajectory_seconds_1thread']:.1f} ms (1 thread), "
+                         f"{r['trajectory_configurations']:,} configurations, bound "
+                         f"{r['trajectory_bound']:.2g}")
     b = s["bruteforce"]
     lines.append(f"brute force at D={b['D']} (L={b['L']}, C={b['C']}): "
                  f"{1e3 * b['bruteforce_seconds']:.2f} ms for {b['patterns']:,} patterns vs exact "

@@ -153,8 +153,8 @@ def _kadd(acc, comp, i, x):
 
 
 @jit
-def _state_terms(out, npos, nneg, nzero, S, T, alpha, dPQ, dQR, R, p, nu):
-    """Fill out[0:5] with a set's contributions to f, df/dalpha, df/dPd, df/dQs, df/dR."""
+def _state_terms(npos, nneg, nzero, S, T, alpha, dPQ, dQR, R, p, nu):
+    """A set's contributions to f, df/dalpha, df/dPd, df/dQs, df/dR (a tuple: no array view)."""
     base = dQR * S + R * T
     F = 0.0
     GA = 0.0
@@ -184,11 +184,7 @@ def _state_terms(out, npos, nneg, nzero, S, T, alpha, dPQ, dQR, R, p, nu):
         GA += nzero * da * u
         GQ += nzero * da * S
         G0 += nzero * da
-    out[0] = F
-    out[1] = GA
-    out[2] = alpha * GP
-    out[3] = alpha * GQ
-    out[4] = alpha * G0 * (T - S)
+    return F, GA, alpha * GP, alpha * GQ, alpha * G0 * (T - S)
 
 
 @jit
@@ -206,9 +202,13 @@ def _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg):
     for t in range(nT):
         T = Tmin + t
         for s in range(K):
-            _state_terms(tabT[s, t], npos[s], nneg[s], C - npos[s] - nneg[s], npos[s] - nneg[s],
-                         T, alpha, dPQ, dQR, R, p, nu)
-        _state_terms(sig[t], C, 0, 0, C, T, alpha, dPQ, dQR, R, p, nu)
+            v = _state_terms(npos[s], nneg[s], C - npos[s] - nneg[s], npos[s] - nneg[s], T,
+                             alpha, dPQ, dQR, R, p, nu)
+            for r in range(5):
+                tabT[s, t, r] = v[r]
+        v = _state_terms(C, 0, 0, C, T, alpha, dPQ, dQR, R, p, nu)
+        for r in range(5):
+            sig[t, r] = v[r]
     return tabT, sig
 
 
@@ -319,10 +319,14 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
     Tmin = C - M * C
     st, run, wp, nzp, Sp, P, acc, comp, blk, mg, first = work
     lazy = False
-    acc[:] = 0.0
-    comp[:] = 0.0
-    blk[:] = 0.0  # plain sums over blocks of leaves, then added compensated
-    mg[:] = 0.0  # margin-pruned: probability, bounds on sum w e^-f and sum w e^-f (C + n)
+    # element loops, not slices (a slice is an array view, with reference counting)
+    for r in range(8):
+        acc[r] = 0.0
+        comp[r] = 0.0
+    for r in range(7):
+        blk[r] = 0.0  # plain sums over blocks of leaves, then added compensated
+    for r in range(6):
+        mg[r] = 0.0  # margin-pruned: probability, bounds on sum w e^-f and sum w e^-f (C + n)
     pending = 0
     pm0 = 0.0
     pm1 = 0.0
