@@ -67,9 +67,9 @@ AFTER: dict[str, tuple[str, ...]] = {
 #: Single-core CPU-seconds of each step in a full reproduction (measured; only the order in
 #: which ready steps start depends on it: the longest first).
 COST: dict[str, float] = {
-    "transfer": 500, "grid": 520, "vit": 450, "seeds": 160, "convergence": 130,
+    "transfer": 300, "grid": 520, "vit": 400, "seeds": 140, "convergence": 130,
     "solutions": 97, "train": 53, "train_gram": 38, "locality": 36, "paper_figures": 21,
-    "lemmas": 13, "population": 9, "scaling": 60, "check": 1,
+    "lemmas": 13, "population": 9, "scaling": 25, "check": 1,
 }
 
 #: Environment of a step run side by side with others: one core each.
