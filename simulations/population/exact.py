@@ -477,7 +477,15 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
         # P[j] + tabT[s] (the same sum)
         lazy = m == 1
         if not lazy:
-            _partial(P, j, s, tabT, cen, half)
+            # _partial(P, j, s, tabT, cen, half) written out (a call passes the arrays with
+            # their reference counts)
+            n = j + 1
+            for i in range(cen - half, cen + half + 1):
+                P[n, i, 0] = P[j, i, 0] + tabT[s, i, 0]
+                P[n, i, 1] = P[j, i, 1] + tabT[s, i, 1]
+                P[n, i, 2] = P[j, i, 2] + tabT[s, i, 2]
+                P[n, i, 3] = P[j, i, 3] + tabT[s, i, 3]
+                P[n, i, 4] = P[j, i, 4] + tabT[s, i, 4]
         pf = j if lazy else j + 1
         tf = s if lazy else K
         if theta2 > 0.0:
@@ -651,7 +659,15 @@ def _key_histogram(n_of, S_of, pi, M, C, kmax, w0):
         if pi[s] == 0.0:
             st[j] += 1
             continue
-        _push(j, s, st, run, wp, nzp, Sp, pi, n_of, S_of)
+        # _push(j, s, ...) written out (as a call it passes seven arrays per node)
+        st[j] = s
+        if j > 0 and st[j - 1] == s:
+            run[j] = run[j - 1] + 1
+        else:
+            run[j] = 1
+        wp[j + 1] = wp[j] * pi[s] / run[j]
+        nzp[j + 1] = nzp[j] + n_of[s]
+        Sp[j + 1] = Sp[j] + S_of[s]
         j += 1
         st[j] = s
     return H
