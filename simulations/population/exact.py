@@ -267,37 +267,6 @@ def _loss_pair(m):
 
 
 @jit
-def _push(j, s, st, run, wp, nzp, Sp, pi, n_of, S_of):
-    """Put state ``s`` at level ``j`` of the odometer: its multiplicity so far (states are
-    non-decreasing, so equal neighbours are repeats), the multinomial weight
-    wp[j+1] = wp[j] pi_s / run (the (L-1)!/prod(mult!) factor built one division at a time),
-    and the running nonzero count and sum of s."""
-    st[j] = s
-    if j > 0 and st[j - 1] == s:
-        run[j] = run[j - 1] + 1
-    else:
-        run[j] = 1
-    wp[j + 1] = wp[j] * pi[s] / run[j]
-    nzp[j + 1] = nzp[j] + n_of[s]
-    Sp[j + 1] = Sp[j] + S_of[s]
-
-
-@jit
-def _partial(P, j, s, tabT, cen, half):
-    """P[j+1, t] = P[j, t] + tabT[s, t] for t in [cen - half, cen + half]: the sums of f and of
-    its four derivatives over the states fixed so far, for every final T still reachable
-    (the five columns written out: twice as fast as the nested loop; no array views, whose
-    reference counts cost more than the sums)."""
-    n = j + 1
-    for i in range(cen - half, cen + half + 1):
-        P[n, i, 0] = P[j, i, 0] + tabT[s, i, 0]
-        P[n, i, 1] = P[j, i, 1] + tabT[s, i, 1]
-        P[n, i, 2] = P[j, i, 2] + tabT[s, i, 2]
-        P[n, i, 3] = P[j, i, 3] + tabT[s, i, 3]
-        P[n, i, 4] = P[j, i, 4] + tabT[s, i, 4]
-
-
-@jit
 def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks, w0,
           tie, theta, LX, lambdas, cmax, theta2, work):
     """Sum over the multisets of M noise-set states (total nonzero <= kmax) that start with
@@ -346,8 +315,27 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
         s = tasks[t, j]
         if j == 0 and first[0] == s:
             continue  # the previous task of this chunk had the same first state: P[1] holds
-        _push(j, s, st, run, wp, nzp, Sp, pi, n_of, S_of)
-        _partial(P, j, s, tabT, Sp[j + 1] + C - Tmin, min(kmax - nzp[j + 1], (M - j - 1) * C))
+        # put state s at level j (its multiplicity so far: states are non-decreasing, so
+        # equal neighbours are repeats; the weight wp[j+1] = wp[j] pi_s / run, the running
+        # nonzero count and sum of s), then the window of partial sums P[j+1] = P[j] + tabT[s]
+        # (written out, not called: a call passes its arrays with reference counts)
+        st[j] = s
+        if j > 0 and st[j - 1] == s:
+            run[j] = run[j - 1] + 1
+        else:
+            run[j] = 1
+        wp[j + 1] = wp[j] * pi[s] / run[j]
+        nzp[j + 1] = nzp[j] + n_of[s]
+        Sp[j + 1] = Sp[j] + S_of[s]
+        cen = Sp[j + 1] + C - Tmin
+        half = min(kmax - nzp[j + 1], (M - j - 1) * C)
+        n = j + 1
+        for i in range(cen - half, cen + half + 1):
+            P[n, i, 0] = P[j, i, 0] + tabT[s, i, 0]
+            P[n, i, 1] = P[j, i, 1] + tabT[s, i, 1]
+            P[n, i, 2] = P[j, i, 2] + tabT[s, i, 2]
+            P[n, i, 3] = P[j, i, 3] + tabT[s, i, 3]
+            P[n, i, 4] = P[j, i, 4] + tabT[s, i, 4]
     if d0 > 0:
         first[0] = tasks[t, 0]
     last = M - 1
@@ -443,8 +431,8 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
         if pi[s] == 0.0:
             st[j] += 1  # a zero-probability state contributes nothing
             continue
-        # _push(j, s, ...) written out: as a call it cost 40 % of the whole run (measured;
-        # st[j] already holds s)
+        # the push of the prefix loop (as a call it cost 40 % of the run, measured; st[j]
+        # already holds s)
         if j > 0 and st[j - 1] == s:
             run[j] = run[j - 1] + 1
         else:
@@ -477,8 +465,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
         # P[j] + tabT[s] (the same sum)
         lazy = m == 1
         if not lazy:
-            # _partial(P, j, s, tabT, cen, half) written out (a call passes the arrays with
-            # their reference counts)
+            # the window of partial sums P[j+1] = P[j] + tabT[s], as in the prefix loop
             n = j + 1
             for i in range(cen - half, cen + half + 1):
                 P[n, i, 0] = P[j, i, 0] + tabT[s, i, 0]
@@ -659,7 +646,7 @@ def _key_histogram(n_of, S_of, pi, M, C, kmax, w0):
         if pi[s] == 0.0:
             st[j] += 1
             continue
-        # _push(j, s, ...) written out (as a call it passes seven arrays per node)
+        # the push of :func:`_task` (same weights, so the same keys)
         st[j] = s
         if j > 0 and st[j - 1] == s:
             run[j] = run[j - 1] + 1
@@ -924,6 +911,14 @@ def _smallest_k(L, C, q, p, nu, alpha, a, b, c, tol):
         if max(bounds.values()) <= tol:
             break
     return k, bounds, t0
+
+
+@functools.lru_cache(maxsize=256)
+def _complete_plan(L: int, C: int) -> Plan:
+    """The plan of a complete enumeration (shared: its ``bounds`` are only ever copied)."""
+    bounds = {k_: 0.0 for k_ in ("risk", "error", "alpha", "a", "b", "c")}
+    return Plan(k=(L - 1) * C, configurations=count_configurations(L, C), complete=True,
+                omitted_probability=0.0, bounds=bounds)
 
 
 def plan(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float, b: float,
@@ -1227,8 +1222,16 @@ def _evaluate(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune,
               parallel_min_configurations, prev=None):
     """:func:`evaluate` on a checked problem; also returns the margin state (threshold, measured
     ratio) for the next point (:func:`_enumerate`)."""
-    alpha, a, b, c = _check_point(alpha=alpha, a=a, b=b, c=c)
-    pl = plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)
+    alpha, a, b, c = float(alpha), float(a), float(b), float(c)
+    if not (math.isfinite(alpha) and math.isfinite(a) and math.isfinite(b)
+            and math.isfinite(c)):
+        _check_point(alpha=alpha, a=a, b=b, c=c)  # raises, naming the field
+    if tol is None:  # the complete plan depends on (L, C) only
+        pl = _complete_plan(L, C)
+        if pl.configurations > max_configurations:
+            plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)  # raises
+    else:
+        pl = plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)
     total, values, bounds, omitted, complete, measured = _enumerate(
         L, C, q, p, nu, alpha, a, b, c, pl, tol,
         pl.configurations >= parallel_min_configurations, prev)
