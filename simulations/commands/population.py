@@ -15,7 +15,7 @@ whole command, Numba compilation included; it is now 2 N and 3 seeds (about a th
 sampled work) to fit ``reproduce --quick`` in its 2-minute budget. The sampled runs at d = 256
 are ~92 % of the cost. In a full ``reproduce`` the whole study ran in 538 s wall (524 s of
 it the convergence study), so the reproduction's own step (``convergence``, separate from
-``population``) stops at N = 4000 (``REPRODUCE_NS``); the cost is linear in N.
+``population``) stops at N = 2000 (``REPRODUCE_NS``); the cost is linear in N.
 
 Steps. The population dynamics associate patches more slowly than the sampled ones at the
 reference step sizes: at the ``ref`` preset the within-set mass crosses 0.95 at about step 2250
@@ -190,6 +190,6 @@ def reproduce_convergence(out_dir: Path, config: Config, seed: int, quick: bool,
                           progress: bool) -> dict:
     """Reproduction step ``convergence``: the sampled-vs-population distance against N
     (``quick``: ``QUICK_NS``, ``QUICK_SEEDS`` seeds, ``QUICK_STEPS`` steps; otherwise
-    ``REPRODUCE_NS`` (250 to 4000), ``DEFAULT_SEEDS`` seeds, ``STUDY_STEPS`` steps)."""
+    ``REPRODUCE_NS`` (250 to 2000), ``DEFAULT_SEEDS`` seeds, ``STUDY_STEPS`` steps)."""
     return run_convergence_step(config, seed, Path(out_dir), progress, quick,
                                 Ns=None if quick else REPRODUCE_NS)
