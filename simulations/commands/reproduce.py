@@ -10,7 +10,8 @@ kernels load once per worker). A step runs on one core (``PATCHASSOC_JOBS=1``, o
 ``OMP_NUM_THREADS=1``, which torch follows too) and writes its output to ``<step>/step.log``. It
 starts once the steps it reads (:data:`AFTER`) have finished; among the ready steps, the one with
 the longest chain of work behind it starts first (:data:`COST`: single-core CPU-seconds measured
-in a full run), so the cores stay busy until the end. The last step to start gets the cores no
+in a full run), so the cores stay busy until the end; and two steps that would compile the same
+Numba kernels on a cold cache do not start side by side (:data:`KERNELS`). The last step to start gets the cores no
 other step is using. The results are the same as with ``--jobs 1`` (every step is deterministic
 whatever its thread count), which runs the steps one after the other in this process, with
 their own progress bars.
@@ -70,6 +71,17 @@ COST: dict[str, float] = {
     "transfer": 300, "grid": 520, "vit": 400, "seeds": 140, "convergence": 130,
     "solutions": 97, "train": 53, "train_gram": 38, "locality": 36, "paper_figures": 21,
     "lemmas": 13, "population": 9, "scaling": 25, "check": 1,
+}
+
+#: The Numba kernel families a step compiles on a cold cache. Until a step using a family has
+#: finished (its kernels are then in Numba's on-disk cache), no second step using it starts
+#: beside it: two cold workers would each compile them (the exact engine alone takes about
+#: 20 CPU-s to compile).
+KERNELS: dict[str, tuple[str, ...]] = {
+    "train": ("sampled",), "train_gram": ("sampled",), "locality": ("sampled",),
+    "population": ("exact",), "convergence": ("exact", "sampled"), "grid": ("exact",),
+    "seeds": ("sampled",), "paper_figures": ("sampled",), "solutions": ("exact", "sampled"),
+    "transfer": ("sampled",), "scaling": ("exact", "sampled"),
 }
 
 #: Environment of a step run side by side with others: one core each.
@@ -239,8 +251,11 @@ def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: in
     try:
         while pending or running():
             finished = set(results) | done
+            warm = {f for n in finished for f in KERNELS.get(n, ())}
             while len(running()) < jobs:
-                ready = [n for n in pending if all(d in finished for d in deps[n])]
+                compiling = {f for w in running() for f in KERNELS.get(w["step"], ())} - warm
+                ready = [n for n in pending if all(d in finished for d in deps[n])
+                         and not compiling & set(KERNELS.get(n, ()))]
                 if not ready:
                     break
                 name = max(ready, key=lambda n: (priority[n], -names.index(n)))
@@ -257,23 +272,22 @@ def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: in
             ready_objs = wait([w["conn"] for w in busy] + [w["proc"].sentinel for w in busy],
                               timeout=1.0)
             for w in busy:
-                if w["conn"] in ready_objs:
-                    try:
-                        finish(w, w["conn"].recv())
-                        continue
-                    except (EOFError, OSError):
-                        pass
-                if w["conn"] in ready_objs or w["proc"].sentinel in ready_objs:
-                    if w["conn"].poll():
-                        finish(w, w["conn"].recv())
-                        continue
-                    w["proc"].join()
-                    workers.remove(w)
-                    finish(w, {"step": w["step"], "ok": False,
-                               "seconds": time.perf_counter() - w["t0"],
-                               "error": f"the step's process exited with code "
-                                        f"{w['proc'].exitcode} (see "
-                                        f"{out / w['step'] / 'step.log'})"})
+                if w["conn"] not in ready_objs and w["proc"].sentinel not in ready_objs:
+                    continue
+                try:   # a record, or EOF when the worker died
+                    rec = w["conn"].recv() if w["conn"].poll() else None
+                except (EOFError, OSError):
+                    rec = None
+                if rec is not None:
+                    finish(w, rec)
+                    continue
+                w["proc"].join(timeout=30)
+                workers.remove(w)
+                finish(w, {"step": w["step"], "ok": False,
+                           "seconds": time.perf_counter() - w["t0"],
+                           "error": f"the step's process exited with code "
+                                    f"{w['proc'].exitcode} (see "
+                                    f"{out / w['step'] / 'step.log'})"})
             now = time.perf_counter()
             bar.set_postfix_str(", ".join(f"{w['step']} {now - w['t0']:.0f} s"
                                           for w in running()), refresh=False)
@@ -281,10 +295,12 @@ def _run_side_by_side(todo: list[tuple[str, str, str]], out: Path, ctx, jobs: in
             w["conn"].send(None)
         for w in workers:
             w["proc"].join(timeout=30)
-    except KeyboardInterrupt:
-        # Ctrl-C reaches the steps too (same process group): let them keep what they finished
+    except BaseException:
+        # Ctrl-C reaches the steps too (same process group): let them keep what they finished;
+        # on any other error stop the workers, which would otherwise wait for work forever
+        wait_s = 10 if sys.exc_info()[0] is KeyboardInterrupt else 0
         for w in workers:
-            w["proc"].join(timeout=10)
+            w["proc"].join(timeout=wait_s)
             if w["proc"].is_alive():
                 w["proc"].terminate()
                 w["proc"].join()

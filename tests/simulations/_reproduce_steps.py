@@ -38,3 +38,21 @@ def reproduce_reader(out, config, seed, quick, progress):
 
 def reproduce_crash(out, config, seed, quick, progress):
     os._exit(3)
+
+
+def _stamp(out, hold: float) -> dict:
+    start = time.time()
+    time.sleep(hold)
+    return {"start": start, "end": time.time(), "figures": []}
+
+
+def reproduce_stamp_a(out, config, seed, quick, progress):
+    return _stamp(out, 1.5)
+
+
+def reproduce_stamp_b(out, config, seed, quick, progress):
+    return _stamp(out, 0.1)
+
+
+def reproduce_stamp_c(out, config, seed, quick, progress):
+    return _stamp(out, 1.5)

@@ -56,6 +56,7 @@ def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, caps
                                              ("reader", mod, "reads first"),
                                              ("crash", mod, "dies")))
     monkeypatch.setattr(reproduce, "AFTER", {"reader": ("first", "second", "crash")})
+    monkeypatch.setattr(reproduce, "KERNELS", {})
     monkeypatch.setattr(reproduce, "COST", {"first": 3, "second": 2, "crash": 1, "reader": 0})
     # crash starts in the worker of first or second when it is done; reader starts last, alone
     out = tmp_path / "repro"
@@ -77,3 +78,24 @@ def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, caps
     assert env["reader"]["pid"] in (env["first"]["pid"], env["second"]["pid"])
     assert "first is running" in (out / "first" / "step.log").read_text()
     assert list(summary["order"]) == ["first", "second", "reader", "crash"]
+
+
+def test_steps_that_compile_the_same_kernels_do_not_start_side_by_side(tmp_path, monkeypatch,
+                                                                        capsys):
+    """Two steps of one kernel family: the second starts after the first finished (they would
+    each compile the kernels); a step of another family runs beside the first."""
+    mod = "tests.simulations._reproduce_steps"
+    monkeypatch.setattr(reproduce, "STEPS", (("stamp_a", mod, "family k"),
+                                             ("stamp_b", mod, "family k too"),
+                                             ("stamp_c", mod, "family j")))
+    monkeypatch.setattr(reproduce, "AFTER", {})
+    monkeypatch.setattr(reproduce, "KERNELS", {"stamp_a": ("k",), "stamp_b": ("k",),
+                                               "stamp_c": ("j",)})
+    monkeypatch.setattr(reproduce, "COST", {"stamp_a": 3, "stamp_b": 2, "stamp_c": 1})
+    out = tmp_path / "repro"
+    assert main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
+                 "--jobs", "2"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    a, b, c = (steps[k]["summary"] for k in ("stamp_a", "stamp_b", "stamp_c"))
+    assert b["start"] >= a["end"]                      # same family: one after the other
+    assert c["start"] < a["end"] and a["start"] < c["end"]   # other family: side by side
