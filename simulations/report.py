@@ -321,7 +321,7 @@ def register_reader(step: str, reader: Callable[[dict], dict[str, str]]) -> None
 def _claims_table(claims: list[dict]) -> list[str]:
     lines = ["| claim | measured | threshold | pass |", "|---|---|---|---|"]
     for c in claims:
-        mark = {"pass": "PASS", "preview": "preview (quick run: no verdict)",
+        mark = {"pass": "PASS", "preview": "preview (reduced run: no verdict)",
                 "not run": "not run"}.get(c.get("status"), "**FAIL**")
         reason = f" ({c['reason']})" if c.get("reason") and not c.get("passed") else ""
         lines.append(f"| {c.get('claim', '?')} | {c.get('measured', '')}{reason} | "
@@ -354,7 +354,8 @@ def write_report(folder: str | Path) -> Path:
         passed = sum(bool(c.get("passed")) for c in claims)
         preview = sum(c.get("status") == "preview" for c in claims)
         lines += ["", f"{passed} of {len(claims)} claims pass"
-                  + (f"; {preview} are previews of a reduced run and decide nothing." if preview
+                  + (f"; {preview} {'is a preview' if preview == 1 else 'are previews'} of a "
+                     f"reduced run and decide{'s' if preview == 1 else ''} nothing." if preview
                      else ".")]
     else:
         lines.append("The claims check did not run in this reproduction.")
