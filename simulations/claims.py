@@ -44,7 +44,6 @@ from __future__ import annotations
 import importlib
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
