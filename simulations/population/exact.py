@@ -83,6 +83,27 @@ terms are e^-f times smaller than the probability bound assumes. Each skipped su
 multiset within k, so ``theta2`` = share tol / (multisets within k) is safe a priori; an
 :class:`Evaluator` raises it along a trajectory to what the previous step's measured sums allow.
 
+One state left (the level above the leaves, most of the nodes). There the tilt is replaced by
+the exact sum: the leaves below a node at total T0 are the states s' >= s, at T = T0 + S_s', so
+sum w e^-f = wp sum_S e^(-P[T0 + S]) G(s, T0, S), G(s, T0, S) = sum_{s' >= s, S_s' = S} pi_s'
+e^(-F(s', T0 + S)) (a table per evaluation, in log: ``_last_table``). The node bounds it by the
+number of groups S times the largest term, and sums the terms (one exp each) only when that
+is not enough but the largest term is. Measured at the paper's size late in a trajectory, this
+test costs half as much as the tilt's and prunes more.
+
+Leaves screened by their margin. A leaf is a subtree of one multiset: it is skipped when
+w e^-f and c1 w e^-f (C + n) are below ``theta2``, with e^-f <= 2^-i, i = floor(f log2 e), read
+from a table (``_POW2``, for f >= 0; no exp), and these bounds (within a factor 2 of the true
+e^-f) go to the same columns as the skipped subtrees'. A leaf then costs the reads of f and a
+comparison; only the others compute the loss (exp, log1p) and read the four derivative columns.
+The leaf loop runs in two passes: the first decides every leaf without branching on the data
+(the outcome is close to random, and a mispredicted branch costs more than the work), and
+lists the leaves to compute; the second computes them, in the order of their states. Once
+every later state's weight is below the probability threshold (``pmx``: the largest pi from
+s on), the rest is added to the pruned sums in a plain loop. The leaves read their rows from
+``lt[T0, s] = tabT[s, T0 + S_s]``, in the order of s. At the paper's size late in a
+trajectory (tol 1e-8) these enumerate 0.8M of 20M leaves within k, against 3.4M before.
+
 Uniform attention. When a = b = c (A = J/D), z_i = alpha T / D is the same for every i and the
 law of (T, s_j) is the same for every patch j (G acts transitively), so every entry of the
 gradient in A is the same and the gradient in (a, b, c) vanishes exactly: uniform attention is
@@ -242,6 +263,33 @@ def _tilt_table(tabT, pi, S_of, lambdas):
     return LX
 
 
+@jit
+def _last_table(tabT, pi, S_of, C):
+    """LG1[s, t0, S + C] = log sum_{s' >= s, S_s' = S} pi_s' exp(-F(s', t0 + S)) over the states
+    of positive probability (-inf when there is none): the last level's sum of w e^-f grouped by
+    its S, for a node at total t0 (log-sum-exp, no overflow)."""
+    K, nT = pi.shape[0], tabT.shape[1]
+    LG1 = np.full((K + 1, nT, 2 * C + 1), -np.inf)
+    la = np.empty(2 * C + 1)
+    for t0 in range(nT):
+        la[:] = -np.inf
+        for s in range(K - 1, -1, -1):
+            g = S_of[s] + C
+            u = t0 + S_of[s]
+            if pi[s] > 0.0 and 0 <= u < nT:
+                x = math.log(pi[s]) - tabT[s, u, 0]
+                y = la[g]
+                if y == -np.inf:
+                    la[g] = x
+                elif x > y:
+                    la[g] = x + math.log1p(math.exp(y - x))
+                else:
+                    la[g] = y + math.log1p(math.exp(x - y))
+            for h in range(2 * C + 1):
+                LG1[s, t0, h] = la[h]
+    return LG1
+
+
 #: Leaves summed plainly before one compensated addition of the block (rounding stays ~1e-16
 #: relative per block; the blocks are summed with Neumaier's algorithm).
 _BLOCK = 64
@@ -251,9 +299,17 @@ _BLOCK = 64
 #: saves the log1p and the division of the general formula.
 _SERIES_MARGIN = 15.0
 
+#: Leaf screening (pruning by margin, one leaf at a time): e^-f <= 2^-i with i = floor(f log2 e)
+#: for f >= 0, read from this table (no exp): 2^-i for i = 0..1074, the last entry the smallest
+#: positive double (so that the bound never rounds down to 0).
+_LOG2E = 1.4426950408889634
+_POW2 = np.ldexp(1.0, -np.arange(1075))
+_POW2.setflags(write=False)
+
 #: Number of result columns a task writes: risk, error, the four derivatives weighted by l'(f),
 #: probability, leaves enumerated, pruned probability and E[n] (bounds), then for the subtrees
-#: skipped by their margin: probability bound, e0, e1 and their count (two spare columns).
+#: skipped by their margin: probability bound, e0, e1 and their count, then the number of
+#: leaves screened by their margin (their bounds are in columns 10-12), and a spare column.
 _NCOL = 16
 
 
@@ -268,7 +324,7 @@ def _loss_pair(m):
 
 @jit
 def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks, w0,
-          tie, theta, LX, lambdas, cmax, theta2, work):
+          tie, theta, LX, lambdas, cmax, theta2, work, lt, LG1):
     """Sum over the multisets of M noise-set states (total nonzero <= kmax) that start with
     the prefix ``tasks[t]`` (at most M - 1 states); writes the ``_NCOL`` columns into ``out[t]``.
 
@@ -286,7 +342,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
     d0 = tasks.shape[1]
     K = n_of.shape[0]
     Tmin = C - M * C
-    st, run, wp, nzp, Sp, P, acc, comp, blk, mg, first = work
+    st, run, wp, nzp, Sp, P, acc, comp, blk, mg, first, ibuf, fbuf, wbuf, pmx = work
     lazy = False
     # element loops, not slices (a slice is an array view, with reference counting)
     for r in range(8):
@@ -361,7 +417,10 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             else:
                 pr = last
                 br = K  # the row of zeros
-            nleaf = 0
+            nscr = 0
+            sm0 = 0.0
+            sm1 = 0.0
+            sm2 = 0.0
             # the block sums in locals (registers) over the loop, in the same order
             sb0 = blk[0]
             sb1 = blk[1]
@@ -370,26 +429,59 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             sb4 = blk[4]
             sb5 = blk[5]
             sb6 = blk[6]
-            for s in range(s0, K):
-                ns = n_of[s]
-                if ns > left:
+            # pass 1, without branches on the data (their outcome is as good as random): the
+            # leaves pruned by probability and those screened by their margin add to their
+            # bounds; the others (their index, f and w) go to a list for pass 2. States are
+            # sorted by nonzero count: those that fit are s < send.
+            send = K if left >= C else ((left + 1) * (left + 2)) // 2
+            nfull = 0
+            cnx = C + nzb + min(left, C)
+            for s in range(s0, send):
+                if wbase * pmx[s] * cnx < theta:
+                    # every later state is pruned by probability (pmx: the largest pi from
+                    # s on): their sums in a plain loop, without the leaves' work
+                    for s2 in range(s, send):
+                        pm0 += wbase * pi[s2]
+                        pm1 += wbase * pi[s2] * (nzb + n_of[s2])
                     break
                 ps = pi[s]
-                if ps == 0.0:
-                    continue
                 w = wbase * ps
                 if s == s0 and last > 0:
                     w /= prev_run + 1  # a repeat of the previous level's state
-                if w * (C + nzb + ns) < theta:
-                    pm0 += w
-                    pm1 += w * (nzb + ns)
-                    continue
+                ns = n_of[s]
+                cn = C + nzb + ns
+                pp = w * cn < theta
                 ti = Sbase + S_of[s]
-                f = (P[pr, ti, 0] + tabT[br, ti, 0]) + tabT[s, ti, 0]
-                g1 = (P[pr, ti, 1] + tabT[br, ti, 1]) + tabT[s, ti, 1]
-                g2 = (P[pr, ti, 2] + tabT[br, ti, 2]) + tabT[s, ti, 2]
-                g3 = (P[pr, ti, 3] + tabT[br, ti, 3]) + tabT[s, ti, 3]
-                g4 = (P[pr, ti, 4] + tabT[br, ti, 4]) + tabT[s, ti, 4]
+                f = (P[pr, ti, 0] + tabT[br, ti, 0]) + lt[Sbase, s, 0]
+                # screening: the leaf is a subtree of one multiset, skipped when its bounds
+                # w e^-f and cmax w e^-f (C + n) are below theta2; for f >= 0, e^-f <= 2^-i
+                # with i = floor(f log2 e), read from a table (no exp)
+                ib = min(int(max(f, 0.0) * _LOG2E), 1074)
+                eb = w * _POW2[ib]
+                scr = ((not pp) & (ps != 0.0) & (f >= 0.0) & (eb < theta2)
+                       & (cmax * cn * eb < theta2))
+                fp = 1.0 if pp else 0.0
+                fs = 1.0 if scr else 0.0
+                pm0 += fp * w
+                pm1 += fp * (w * (nzb + ns))
+                sm0 += fs * w
+                sm1 += fs * eb
+                sm2 += fs * (eb * cn)
+                nscr += scr
+                ibuf[nfull] = s
+                fbuf[nfull] = f
+                wbuf[nfull] = w
+                nfull += (not pp) & (not scr) & (ps != 0.0)
+            # pass 2: the leaves enumerated, in the order of their states
+            for r in range(nfull):
+                s = ibuf[r]
+                f = fbuf[r]
+                w = wbuf[r]
+                ti = Sbase + S_of[s]
+                g1 = (P[pr, ti, 1] + tabT[br, ti, 1]) + lt[Sbase, s, 1]
+                g2 = (P[pr, ti, 2] + tabT[br, ti, 2]) + lt[Sbase, s, 2]
+                g3 = (P[pr, ti, 3] + tabT[br, ti, 3]) + lt[Sbase, s, 3]
+                g4 = (P[pr, ti, 4] + tabT[br, ti, 4]) + lt[Sbase, s, 4]
                 loss, dl = _loss_pair(f)
                 sb0 += w * loss
                 if f < -tie:
@@ -402,7 +494,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                 sb4 += wd * g3
                 sb5 += wd * g4
                 sb6 += w
-                nleaf += 1
+            nleaf = nfull
             blk[0] = sb0
             blk[1] = sb1
             blk[2] = sb2
@@ -411,6 +503,11 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             blk[5] = sb5
             blk[6] = sb6
             acc[7] += nleaf
+            if nscr > 0:
+                mg[0] += sm0
+                mg[1] += sm1
+                mg[2] += sm2
+                mg[4] += nscr
             pending += nleaf
             if pending >= _BLOCK:
                 for r in range(7):
@@ -484,6 +581,43 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             # tilted mass of the states >= s (LX = log X); summed over the window of T
             # (bounded by its width times the largest term)
             # the term at T = T0 (the centre) alone: when it already fails, skip the window
+            if m == 1:
+                # one state left: the exact sum over it, grouped by its S = T - T0 (LG1 =
+                # log sum of pi e^-F over the states >= s with that S, module notes); first
+                # bounded by the number of groups times the largest term, summed with exp
+                # only when that is not enough but the largest term is
+                mx = -math.inf
+                ng = 0
+                for g in range(C - half, C + half + 1):
+                    lg = LG1[s, cen, g]
+                    if lg > -math.inf:
+                        i = cen + g - C
+                        v = lg - (P[pf, i, 0] + tabT[tf, i, 0])
+                        ng += 1
+                        if v > mx:
+                            mx = v
+                wq = wp[j + 1]
+                cn1 = C + nzp[j + 1] + min(C, kmax - nzp[j + 1])
+                c_e1 = max(1.0, cmax * cn1)
+                e0 = wq * ng * math.exp(mx)
+                if e0 * c_e1 >= theta2 and wq * math.exp(mx) * c_e1 < theta2:
+                    tot = 0.0
+                    for g in range(C - half, C + half + 1):
+                        lg = LG1[s, cen, g]
+                        if lg > -math.inf:
+                            i = cen + g - C
+                            tot += math.exp(lg - (P[pf, i, 0] + tabT[tf, i, 0]))
+                    e0 = wq * tot
+                if e0 * c_e1 < theta2:
+                    mg[0] += b0
+                    mg[1] += e0
+                    mg[2] += cn1 * e0
+                    mg[3] += 1.0
+                    st[j] += 1
+                    continue
+                j += 1
+                st[j] = s
+                continue
             nl = LX.shape[2]
             mx = math.inf
             for l in range(nl):
@@ -524,7 +658,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
 
 
 @jit
-def _scratch(M, sig, w0):
+def _scratch(M, sig, w0, pi):
     """The work arrays of :func:`_task`, allocated once per chunk of tasks: the odometer's
     state, weight, counts and partial sums per level (P[0] = the signal set's terms, never
     overwritten), the accumulators, and the first state of the chunk's previous task."""
@@ -534,9 +668,16 @@ def _scratch(M, sig, w0):
     P = np.empty((M + 1, nT, 5))
     P[0] = sig
     first = np.full(1, -1, dtype=np.int64)
+    K = pi.shape[0]
+    pmx = np.zeros(K)  # pmx[s] = max of pi over the states >= s
+    top = 0.0
+    for s in range(K - 1, -1, -1):
+        top = max(top, pi[s])
+        pmx[s] = top
     return (np.zeros(M + 1, dtype=np.int64), np.ones(M + 1, dtype=np.int64), wp,
             np.zeros(M + 1, dtype=np.int64), np.zeros(M + 1, dtype=np.int64), P, np.zeros(8),
-            np.zeros(8), np.zeros(7), np.zeros(6), first)
+            np.zeros(8), np.zeros(7), np.zeros(6), first, np.zeros(K, dtype=np.int64),
+            np.zeros(K), np.zeros(K), pmx)
 
 
 @jit
@@ -544,11 +685,23 @@ def _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas, theta
     """The tables of :func:`_tables`, and the tilted masses of :func:`_tilt_table` when the
     margin pruning is on (a placeholder otherwise)."""
     tabT, sig = _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg)
+    K, nT = pi.shape[0], tabT.shape[1]
+    # the leaves' table: lt[t0, s] = tabT[s, t0 + S_s], the row of state s read at the total
+    # it makes from a node at total t0 (the leaf loop reads it in order of s)
+    lt = np.zeros((nT, K, 5))
+    for t0 in range(nT):
+        for s in range(K):
+            u = t0 + S_of[s]
+            if 0 <= u < nT:
+                for r in range(5):
+                    lt[t0, s, r] = tabT[s, u, r]
     if theta2 > 0.0:
         LX = _tilt_table(tabT, pi, S_of, lambdas)
+        LG1 = _last_table(tabT, pi, S_of, C)
     else:
         LX = np.full((1, 1, 1), -np.inf)
-    return tabT, sig, LX
+        LG1 = np.full((1, 1, 1), -np.inf)
+    return tabT, sig, LX, lt, LG1
 
 
 @pjit
@@ -557,16 +710,16 @@ def _enumerate_parallel(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, p
     """Tables, then the tasks in ``N_CHUNKS`` interleaved chunks run in parallel, then the
     rows summed in task order (:func:`_reduce`): one call, the same numbers as the serial
     kernel bit for bit."""
-    tabT, sig, LX = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas,
-                             theta2)
+    tabT, sig, LX, lt, LG1 = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of,
+                                      lambdas, theta2)
     n = tasks.shape[0]
     out = np.zeros((n, _NCOL))
     # tasks are interleaved over the chunks: their sizes decrease along the (sorted) list
     for c in prange(N_CHUNKS):
-        work = _scratch(M, sig, w0)
+        work = _scratch(M, sig, w0, pi)
         for t in range(c, n, N_CHUNKS):
             _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks,
-                  w0, tie, theta, LX, lambdas, cmax, theta2, work)
+                  w0, tie, theta, LX, lambdas, cmax, theta2, work, lt, LG1)
     return _reduce(out)
 
 
@@ -574,13 +727,13 @@ def _enumerate_parallel(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, p
 def _enumerate_serial(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, pi, pisuf, pnsuf,
                       invfact, kmax, tasks, w0, tie, theta, lambdas, cmax, theta2):
     """:func:`_enumerate_parallel` on one thread."""
-    tabT, sig, LX = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas,
+    tabT, sig, LX, lt, LG1 = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas,
                              theta2)
     out = np.zeros((tasks.shape[0], _NCOL))
-    work = _scratch(M, sig, w0)
+    work = _scratch(M, sig, w0, pi)
     for t in range(tasks.shape[0]):
         _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks,
-              w0, tie, theta, LX, lambdas, cmax, theta2, work)
+              w0, tie, theta, LX, lambdas, cmax, theta2, work, lt, LG1)
     return _reduce(out)
 
 
@@ -1172,7 +1325,8 @@ def _enumerate(L, C, q, p, nu, alpha, a, b, c, pl: Plan, tol, parallel, prev=Non
         tilt.update({key: coef[key][1] * e1 for key in ("alpha", "a", "b", "c")})
         bounds = {key: float(tail[key] + pruned[key] + tilt[key]) for key in tail}
         if max(bounds.values()) <= tol:
-            state = ((theta2, max(tilt.values()) / theta2) if theta2 > 0.0 and total[13] > 0
+            state = ((theta2, max(tilt.values()) / theta2)
+                     if theta2 > 0.0 and total[13] + total[14] > 0
                      else None)
             return (total, values, bounds, t0 + pm0 + float(total[10]), False, state)
         if attempt >= _PRUNE_RETRIES:

@@ -161,3 +161,61 @@ def test_evaluator_gram_form_and_bad_input():
     with pytest.raises(ValueError, match="L must"):
         Evaluator(0, 4, 0.3, 5, 0.03)
     assert math.isfinite(ev(1.0, *x).risk)
+
+
+def test_power_of_two_bound_of_exp():
+    """The leaf screening's e^-f <= 2^-floor(f log2 e) for f >= 0, read from its table: on a
+    grid, at the points where f log2 e crosses an integer (where a floor taken one too high
+    would break it), and past the smallest double (the last entry, never 0)."""
+    from patchassoc.simulations.population.exact import _LOG2E, _POW2
+    crossings = np.arange(0, 1100) * math.log(2.0)
+    f = np.concatenate([np.linspace(0.0, 800.0, 200_001), crossings,
+                        np.nextafter(crossings, -np.inf).clip(0.0),
+                        np.nextafter(crossings, np.inf)])
+    i = np.minimum((f * _LOG2E).astype(np.int64), 1074)
+    with np.errstate(under="ignore"):
+        assert np.all(_POW2[i] >= np.exp(-f) * (1.0 - 1e-12))
+    assert _POW2[-1] > 0.0 and np.all(_POW2[1:] == _POW2[:-1] / 2)
+
+
+def test_last_table_is_the_grouped_sum_over_the_last_state():
+    """LG1[s, t0, S + C] = log sum of pi_s' e^-F(s', t0 + S) over the states s' >= s with that S
+    (the exact sum of the level above the leaves), against a log-sum-exp over the states."""
+    from patchassoc.simulations.population.exact import _last_table, _states, _tables
+    L, C, q, p, nu = PROBLEM
+    alpha, a, b, c = TRAINED
+    npos, nneg, n_of, S_of, pi = _states(C, q)
+    Pd, Qs, R = attention_values(a, b, c, L, C)
+    tabT, _ = _tables(C, L - 1, alpha, Pd, Qs, R, p, nu, npos, nneg)
+    LG1 = _last_table(tabT, pi, S_of, C)
+    K, nT = pi.shape[0], tabT.shape[1]
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(400):
+        s, t0, S = int(rng.integers(K)), int(rng.integers(nT)), int(rng.integers(-C, C + 1))
+        terms = [math.log(pi[u]) - tabT[u, t0 + S, 0] for u in range(s, K)
+                 if S_of[u] == S and pi[u] > 0 and 0 <= t0 + S < nT]
+        got = LG1[s, t0, S + C]
+        if not terms:
+            assert got == -np.inf
+            continue
+        want = float(np.logaddexp.reduce(terms))
+        assert abs(got - want) <= 1e-12 * max(1.0, abs(want))
+        checked += 1
+    assert checked > 100
+
+
+def test_screened_leaves_and_last_level_bounds_are_certified():
+    """With no pruning by probability and a margin threshold that skips much, the skipped part
+    of the risk (sum w l(f) <= sum w e^-f) and of the probability stay within the kernel's own
+    sums of what it skipped: leaves screened one by one and subtrees with one state left (the
+    exact grouped sum) among them."""
+    pl = plan(*PROBLEM, *TRAINED, tol=1e-9, prune=True)
+    total, _, _ = _run(*PROBLEM, *TRAINED, pl.k, False, 0.0, 1e3 * pl.theta_margin)
+    none, _, _ = _run(*PROBLEM, *TRAINED, pl.k, False, 0.0, 0.0)
+    assert total[14] > 0 and total[13] > 0      # leaves screened, subtrees skipped
+    assert none[14] == 0 and none[13] == 0
+    assert total[7] + total[14] < none[7]       # and subtrees with several leaves among them
+    skipped = none[0] - total[0]
+    assert 0.0 < skipped <= total[11] * (1.0 + 1e-9) + 1e-15 * none[0]
+    assert 0.0 < none[6] - total[6] <= total[10] * (1.0 + 1e-9) + PROBABILITY_ABS
