@@ -212,25 +212,33 @@ def _state_terms(npos, nneg, nzero, S, T, alpha, dPQ, dQR, R, p, nu):
 def _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg):
     """tabT[s, t, :] for noise-set state s and sig[t, :] for the signal set, T = t + Tmin
     (state-major: a level's partial sums read one state's row); tabT[K] is a row of zeros
-    (added where no state's row is due, so that every leaf sums the same three terms)."""
+    (added where no state's row is due, so that every leaf sums the same three terms). And
+    the leaves' copy lt[t0, s] = tabT[s, t0 + S_s]: the row of state s at the total it makes
+    from a node at total t0 (the leaf loop reads it in order of s)."""
     K = npos.shape[0]
     Tmin = C - M * C
     nT = 2 * M * C + 1
     tabT = np.zeros((K + 1, nT, 5))
+    lt = np.zeros((nT, K, 5))
     sig = np.zeros((nT, 5))
     dPQ = Pd - Qs
     dQR = Qs - R
     for t in range(nT):
         T = Tmin + t
         for s in range(K):
-            v = _state_terms(npos[s], nneg[s], C - npos[s] - nneg[s], npos[s] - nneg[s], T,
-                             alpha, dPQ, dQR, R, p, nu)
+            S = npos[s] - nneg[s]
+            v = _state_terms(npos[s], nneg[s], C - npos[s] - nneg[s], S, T, alpha, dPQ, dQR,
+                             R, p, nu)
+            t0 = t - S
             for r in range(5):
                 tabT[s, t, r] = v[r]
+            if 0 <= t0 < nT:
+                for r in range(5):
+                    lt[t0, s, r] = v[r]
         v = _state_terms(C, 0, 0, C, T, alpha, dPQ, dQR, R, p, nu)
         for r in range(5):
             sig[t, r] = v[r]
-    return tabT, sig
+    return tabT, sig, lt
 
 
 #: Tilts lambda of the sum of s in the margin bound (module notes): 1{sum S = T - T0} <=
@@ -684,17 +692,7 @@ def _scratch(M, sig, w0, pi):
 def _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas, theta2):
     """The tables of :func:`_tables`, and the tilted masses of :func:`_tilt_table` when the
     margin pruning is on (a placeholder otherwise)."""
-    tabT, sig = _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg)
-    K, nT = pi.shape[0], tabT.shape[1]
-    # the leaves' table: lt[t0, s] = tabT[s, t0 + S_s], the row of state s read at the total
-    # it makes from a node at total t0 (the leaf loop reads it in order of s)
-    lt = np.zeros((nT, K, 5))
-    for t0 in range(nT):
-        for s in range(K):
-            u = t0 + S_of[s]
-            if 0 <= u < nT:
-                for r in range(5):
-                    lt[t0, s, r] = tabT[s, u, r]
+    tabT, sig, lt = _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg)
     if theta2 > 0.0:
         LX = _tilt_table(tabT, pi, S_of, lambdas)
         LG1 = _last_table(tabT, pi, S_of, C)
