@@ -186,7 +186,7 @@ def test_last_table_is_the_grouped_sum_over_the_last_state():
     alpha, a, b, c = TRAINED
     npos, nneg, n_of, S_of, pi = _states(C, q)
     Pd, Qs, R = attention_values(a, b, c, L, C)
-    tabT, _, _ = _tables(C, L - 1, alpha, Pd, Qs, R, p, nu, npos, nneg)
+    tabT, _ = _tables(C, L - 1, alpha, Pd, Qs, R, p, nu, npos, nneg)
     LG1 = _last_table(tabT, pi, S_of, C)
     K, nT = pi.shape[0], tabT.shape[1]
     rng = np.random.default_rng(0)
