@@ -300,7 +300,8 @@ _SERIES_MARGIN = 15.0
 
 #: Leaf screening (pruning by margin, one leaf at a time): e^-f <= 2^-i with i = floor(f log2 e)
 #: for f >= 0, read from this table (no exp): 2^-i for i = 0..1074, the last entry the smallest
-#: positive double (so that the bound never rounds down to 0).
+#: positive double (so the table never reads 0; w times it can still underflow, for terms
+#: below 1e-300: floating-point rounding, like the enumerated sums', not truncation).
 _LOG2E = 1.4426950408889634
 _POW2 = np.ldexp(1.0, -np.arange(1075))
 _POW2.setflags(write=False)
@@ -562,12 +563,6 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
         pf = j if lazy else j + 1
         tf = s if lazy else K
         if theta2 > 0.0:
-            # exponential tilt: l(f) <= e^-f and |l'(f)| <= e^-f for every f, and
-            # f = P[T] + sum of the m terms F(s_i, T); by the multinomial theorem the leaves
-            # below with final total T have sum w e^-f <= wp e^-P[T] X_T^m / m!, X_T the
-            # tilted mass of the states >= s (LX = log X); summed over the window of T
-            # (bounded by its width times the largest term)
-            # the term at T = T0 (the centre) alone: when it already fails, skip the window
             if m == 1:
                 # one state left: the exact sum over it, grouped by its S = T - T0 (LG1 =
                 # log sum of pi e^-F over the states >= s with that S, module notes); first
@@ -605,6 +600,12 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                 j += 1
                 st[j] = s
                 continue
+            # exponential tilt: l(f) <= e^-f and |l'(f)| <= e^-f for every f, and
+            # f = P[T] + sum of the m terms F(s_i, T); by the multinomial theorem the leaves
+            # below with final total T have sum w e^-f <= wp e^-P[T] X_T^m / m!, X_T the
+            # tilted mass of the states >= s (LX = log X); summed over the window of T
+            # (bounded by its width times the largest term)
+            # the term at T = T0 (the centre) alone: when it already fails, skip the window
             nl = LX.shape[2]
             mx = math.inf
             for l in range(nl):
@@ -648,7 +649,8 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
 def _scratch(M, sig, w0, pi):
     """The work arrays of :func:`_task`, allocated once per chunk of tasks: the odometer's
     state, weight, counts and partial sums per level (P[0] = the signal set's terms, never
-    overwritten), the accumulators, and the first state of the chunk's previous task."""
+    overwritten), the accumulators, the first state of the chunk's previous task, and pmx (the
+    largest pi from each state on, for the leaves' early exit)."""
     nT = sig.shape[0]
     wp = np.empty(M + 1)
     wp[0] = w0
@@ -688,7 +690,7 @@ def _enumerate_parallel(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, p
     rows summed in task order (:func:`_reduce`): one call, the same numbers as the serial
     kernel bit for bit."""
     tabT, sig, LX, LG1 = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of,
-                                      lambdas, theta2)
+                                  lambdas, theta2)
     n = tasks.shape[0]
     out = np.zeros((n, _NCOL))
     # tasks are interleaved over the chunks: their sizes decrease along the (sorted) list
@@ -704,8 +706,8 @@ def _enumerate_parallel(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, p
 def _enumerate_serial(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, pi, pisuf, pnsuf,
                       invfact, kmax, tasks, w0, tie, theta, lambdas, cmax, theta2):
     """:func:`_enumerate_parallel` on one thread."""
-    tabT, sig, LX, LG1 = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas,
-                             theta2)
+    tabT, sig, LX, LG1 = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of,
+                                  lambdas, theta2)
     out = np.zeros((tasks.shape[0], _NCOL))
     work = _scratch(M, sig, w0, pi)
     for t in range(tasks.shape[0]):
