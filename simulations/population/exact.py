@@ -232,6 +232,37 @@ def _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg):
     return tabT, sig
 
 
+#: The column of the tables that every margin bound reads: F's lower envelope over the points
+#: of :func:`_envelope_tables` (module notes, replays).
+_FB = 5
+
+
+@jit
+def _envelope_tables(C, M, pts, p, nu, npos, nneg):
+    """The tables of :func:`_tables` at ``pts[0]`` (rows (alpha, Pd, Qs, R)), with a sixth
+    column ``_FB``: the smallest F(s, T) over all the points (F itself for one point). A bound
+    on e^-f read from it holds at every point where F is at least that column."""
+    t5, s5 = _tables(C, M, pts[0, 0], pts[0, 1], pts[0, 2], pts[0, 3], p, nu, npos, nneg)
+    K1, nT = t5.shape[0], t5.shape[1]
+    tabT = np.empty((K1, nT, 6))
+    sig = np.empty((nT, 6))
+    for t in range(nT):
+        for r in range(5):
+            sig[t, r] = s5[t, r]
+        sig[t, _FB] = s5[t, 0]
+        for s in range(K1):
+            for r in range(5):
+                tabT[s, t, r] = t5[s, t, r]
+            tabT[s, t, _FB] = t5[s, t, 0]
+    for i in range(1, pts.shape[0]):
+        t5, s5 = _tables(C, M, pts[i, 0], pts[i, 1], pts[i, 2], pts[i, 3], p, nu, npos, nneg)
+        for t in range(nT):
+            sig[t, _FB] = min(sig[t, _FB], s5[t, 0])
+            for s in range(K1):
+                tabT[s, t, _FB] = min(tabT[s, t, _FB], t5[s, t, 0])
+    return tabT, sig
+
+
 #: Tilts lambda of the sum of s in the margin bound (module notes): 1{sum S = T - T0} <=
 #: exp(lambda (sum S - T + T0)) for any lambda, the best of these taken at each T.
 _LAMBDAS = np.array([0.0, -0.5, 0.5, -1.5, 1.5])
@@ -251,13 +282,13 @@ def _tilt_table(tabT, pi, S_of, lambdas):
             mx = -np.inf
             for s in range(K):
                 if pi[s] > 0.0:
-                    mx = max(mx, lam * S_of[s] - tabT[s, t, 0])
+                    mx = max(mx, lam * S_of[s] - tabT[s, t, _FB])
             if mx == -np.inf:
                 continue
             acc = 0.0
             for s in range(K - 1, -1, -1):
                 if pi[s] > 0.0:
-                    acc += pi[s] * math.exp(lam * S_of[s] - tabT[s, t, 0] - mx)
+                    acc += pi[s] * math.exp(lam * S_of[s] - tabT[s, t, _FB] - mx)
                 LX[s, t, l] = math.log(acc) + mx if acc > 0.0 else -np.inf
     return LX
 
@@ -276,7 +307,7 @@ def _last_table(tabT, pi, S_of, C):
             g = S_of[s] + C
             u = t0 + S_of[s]
             if pi[s] > 0.0 and 0 <= u < nT:
-                x = math.log(pi[s]) - tabT[s, u, 0]
+                x = math.log(pi[s]) - tabT[s, u, _FB]
                 y = la[g]
                 if y == -np.inf:
                     la[g] = x
@@ -324,7 +355,7 @@ def _loss_pair(m):
 
 @jit
 def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks, w0,
-          tie, theta, LX, lambdas, cmax, theta2, work, LG1):
+          tie, theta, LX, lambdas, cmax, theta2, work, LG1, record, rec_st, rec_ti, rec_w, rec_n):
     """Sum over the multisets of M noise-set states (total nonzero <= kmax) that start with
     the prefix ``tasks[t]`` (at most M - 1 states); writes the ``_NCOL`` columns into ``out[t]``.
 
@@ -394,6 +425,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             P[n, i, 2] = P[j, i, 2] + tabT[s, i, 2]
             P[n, i, 3] = P[j, i, 3] + tabT[s, i, 3]
             P[n, i, 4] = P[j, i, 4] + tabT[s, i, 4]
+            P[n, i, 5] = P[j, i, 5] + tabT[s, i, 5]
     if d0 > 0:
         first[0] = tasks[t, 0]
     last = M - 1
@@ -454,18 +486,32 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                     pm1 += w * (nzb + ns)
                     continue
                 ti = Sbase + S_of[s]
-                f = (P[pr, ti, 0] + tabT[br, ti, 0]) + tabT[s, ti, 0]
-                if theta2 > 0.0 and f >= 0.0:
+                if theta2 > 0.0:
                     # screening: the leaf is a subtree of one multiset, skipped when its
-                    # bounds w e^-f and cmax w e^-f (C + n) are below theta2; for f >= 0,
-                    # e^-f <= 2^-i with i = floor(f log2 e), read from a table (no exp)
-                    eb = w * _POW2[min(int(f * _LOG2E), 1074)]
-                    if eb < theta2 and cmax * cn * eb < theta2:
-                        sm0 += w
-                        sm1 += eb
-                        sm2 += eb * cn
-                        nscr += 1
-                        continue
+                    # bounds w e^-fb and cmax w e^-fb (C + n) are below theta2 (fb <= f: the
+                    # envelope's f); for fb >= 0, e^-fb <= 2^-i with i = floor(fb log2 e),
+                    # read from a table (no exp)
+                    fb = (P[pr, ti, _FB] + tabT[br, ti, _FB]) + tabT[s, ti, _FB]
+                    if fb >= 0.0:
+                        eb = w * _POW2[min(int(fb * _LOG2E), 1074)]
+                        if eb < theta2 and cmax * cn * eb < theta2:
+                            sm0 += w
+                            sm1 += eb
+                            sm2 += eb * cn
+                            nscr += 1
+                            continue
+                f = (P[pr, ti, 0] + tabT[br, ti, 0]) + tabT[s, ti, 0]
+                if record:
+                    # the leaf's multiset, total and weight, for replays (one slot per leaf;
+                    # past the capacity only counted)
+                    ri = rec_n[0]
+                    if ri < rec_w.shape[0]:
+                        for q in range(last):
+                            rec_st[ri, q] = st[q]
+                        rec_st[ri, last] = s
+                        rec_ti[ri] = ti
+                        rec_w[ri] = w
+                    rec_n[0] = ri + 1
                 g1 = (P[pr, ti, 1] + tabT[br, ti, 1]) + tabT[s, ti, 1]
                 g2 = (P[pr, ti, 2] + tabT[br, ti, 2]) + tabT[s, ti, 2]
                 g3 = (P[pr, ti, 3] + tabT[br, ti, 3]) + tabT[s, ti, 3]
@@ -560,6 +606,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                 P[n, i, 2] = P[j, i, 2] + tabT[s, i, 2]
                 P[n, i, 3] = P[j, i, 3] + tabT[s, i, 3]
                 P[n, i, 4] = P[j, i, 4] + tabT[s, i, 4]
+                P[n, i, 5] = P[j, i, 5] + tabT[s, i, 5]
         pf = j if lazy else j + 1
         tf = s if lazy else K
         if theta2 > 0.0:
@@ -574,7 +621,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                     lg = LG1[s, cen, g]
                     if lg > -math.inf:
                         i = cen + g - C
-                        v = lg - (P[pf, i, 0] + tabT[tf, i, 0])
+                        v = lg - (P[pf, i, _FB] + tabT[tf, i, _FB])
                         ng += 1
                         if v > mx:
                             mx = v
@@ -588,7 +635,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                         lg = LG1[s, cen, g]
                         if lg > -math.inf:
                             i = cen + g - C
-                            tot += math.exp(lg - (P[pf, i, 0] + tabT[tf, i, 0]))
+                            tot += math.exp(lg - (P[pf, i, _FB] + tabT[tf, i, _FB]))
                     e0 = wq * tot
                 if e0 * c_e1 < theta2:
                     mg[0] += b0
@@ -610,7 +657,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
             mx = math.inf
             for l in range(nl):
                 mx = min(mx, m * LX[s, cen, l])
-            mx -= P[pf, cen, 0] + tabT[tf, cen, 0]
+            mx -= P[pf, cen, _FB] + tabT[tf, cen, _FB]
             scale = wp[j + 1] * invfact[m] * (2 * half + 1)
             c_e1 = cmax * (C + nzp[j + 1] + min(m * C, kmax - nzp[j + 1]))
             if scale * math.exp(mx) * max(1.0, c_e1) >= theta2:
@@ -621,7 +668,7 @@ def _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, 
                 best = math.inf
                 for l in range(nl):
                     best = min(best, m * LX[s, i, l] - lambdas[l] * (i - cen))
-                v = best - (P[pf, i, 0] + tabT[tf, i, 0])
+                v = best - (P[pf, i, _FB] + tabT[tf, i, _FB])
                 if v > mx:
                     mx = v
             e0 = scale * math.exp(mx)
@@ -654,7 +701,7 @@ def _scratch(M, sig, w0, pi):
     nT = sig.shape[0]
     wp = np.empty(M + 1)
     wp[0] = w0
-    P = np.empty((M + 1, nT, 5))
+    P = np.empty((M + 1, nT, 6))
     P[0] = sig
     first = np.full(1, -1, dtype=np.int64)
     K = pi.shape[0]
@@ -669,11 +716,11 @@ def _scratch(M, sig, w0, pi):
 
 
 @jit
-def _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas, theta2):
-    """The tables of :func:`_tables`, and when the margin pruning is on the tilted masses of
-    :func:`_tilt_table` and the last level's grouped sums of :func:`_last_table`
-    (placeholders otherwise)."""
-    tabT, sig = _tables(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg)
+def _prepare(C, M, pts, p, nu, npos, nneg, pi, S_of, lambdas, theta2):
+    """The tables of :func:`_envelope_tables`, and when the margin pruning is on the tilted
+    masses of :func:`_tilt_table` and the last level's grouped sums of :func:`_last_table`
+    (both read the envelope column; placeholders otherwise)."""
+    tabT, sig = _envelope_tables(C, M, pts, p, nu, npos, nneg)
     if theta2 > 0.0:
         LX = _tilt_table(tabT, pi, S_of, lambdas)
         LG1 = _last_table(tabT, pi, S_of, C)
@@ -684,36 +731,151 @@ def _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of, lambdas, theta
 
 
 @pjit
-def _enumerate_parallel(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, pi, pisuf, pnsuf,
-                        invfact, kmax, tasks, w0, tie, theta, lambdas, cmax, theta2):
-    """Tables, then the tasks in ``N_CHUNKS`` interleaved chunks run in parallel, then the
-    rows summed in task order (:func:`_reduce`): one call, the same numbers as the serial
-    kernel bit for bit."""
-    tabT, sig, LX, LG1 = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of,
-                                  lambdas, theta2)
+def _enumerate_parallel(C, M, tabT, sig, LX, LG1, n_of, S_of, pi, pisuf, pnsuf, invfact, kmax,
+                        tasks, w0, tie, theta, lambdas, cmax, theta2, record, rec_st, rec_ti,
+                        rec_w, rec_n):
+    """The tasks in ``N_CHUNKS`` interleaved chunks run in parallel, then the rows summed in
+    task order (:func:`_reduce`): the same numbers as the serial kernel bit for bit. With
+    ``record``, chunk c writes the leaves it computes to ``rec_*[c]`` (:func:`_task`)."""
     n = tasks.shape[0]
     out = np.zeros((n, _NCOL))
     # tasks are interleaved over the chunks: their sizes decrease along the (sorted) list
     for c in prange(N_CHUNKS):
         work = _scratch(M, sig, w0, pi)
+        rs, rt, rw, rn = rec_st[c], rec_ti[c], rec_w[c], rec_n[c]
         for t in range(c, n, N_CHUNKS):
             _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks,
-                  w0, tie, theta, LX, lambdas, cmax, theta2, work, LG1)
+                  w0, tie, theta, LX, lambdas, cmax, theta2, work, LG1, record, rs, rt, rw, rn)
     return _reduce(out)
 
 
 @jit
-def _enumerate_serial(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, n_of, S_of, pi, pisuf, pnsuf,
-                      invfact, kmax, tasks, w0, tie, theta, lambdas, cmax, theta2):
-    """:func:`_enumerate_parallel` on one thread."""
-    tabT, sig, LX, LG1 = _prepare(C, M, alpha, Pd, Qs, R, p, nu, npos, nneg, pi, S_of,
-                                  lambdas, theta2)
+def _enumerate_serial(C, M, tabT, sig, LX, LG1, n_of, S_of, pi, pisuf, pnsuf, invfact, kmax,
+                      tasks, w0, tie, theta, lambdas, cmax, theta2, record, rec_st, rec_ti,
+                      rec_w, rec_n):
+    """:func:`_enumerate_parallel` on one thread (task t records into chunk t mod
+    ``N_CHUNKS``, in the same order)."""
     out = np.zeros((tasks.shape[0], _NCOL))
     work = _scratch(M, sig, w0, pi)
     for t in range(tasks.shape[0]):
+        c = t % N_CHUNKS
         _task(t, out, tabT, sig, n_of, S_of, pi, pisuf, pnsuf, invfact, M, C, kmax, tasks,
-              w0, tie, theta, LX, lambdas, cmax, theta2, work, LG1)
+              w0, tie, theta, LX, lambdas, cmax, theta2, work, LG1, record, rec_st[c],
+              rec_ti[c], rec_w[c], rec_n[c])
     return _reduce(out)
+
+
+@jit
+def _replay_chunk(c, out, tabT, sig, rec_st, rec_ti, rec_w, rec_n, tie):
+    """The recorded leaves of chunk c at the point of ``tabT``: risk, error, the four
+    derivatives weighted by l'(f), probability and count into ``out[c]`` (f summed state by
+    state in the search's order, so at the search's own point each leaf's f is the same bit
+    for bit; blocks of ``_BLOCK`` leaves added with Neumaier's algorithm)."""
+    M = rec_st.shape[2]
+    acc = np.zeros(7)
+    comp = np.zeros(7)
+    blk = np.zeros(7)
+    n = rec_n[c, 0]
+    for i0 in range(0, n, _BLOCK):
+        b0 = 0.0
+        b1 = 0.0
+        b2 = 0.0
+        b3 = 0.0
+        b4 = 0.0
+        b5 = 0.0
+        b6 = 0.0
+        for i in range(i0, min(n, i0 + _BLOCK)):
+            ti = rec_ti[c, i]
+            f = sig[ti, 0]
+            g1 = sig[ti, 1]
+            g2 = sig[ti, 2]
+            g3 = sig[ti, 3]
+            g4 = sig[ti, 4]
+            for j in range(M):
+                s = rec_st[c, i, j]
+                f += tabT[s, ti, 0]
+                g1 += tabT[s, ti, 1]
+                g2 += tabT[s, ti, 2]
+                g3 += tabT[s, ti, 3]
+                g4 += tabT[s, ti, 4]
+            w = rec_w[c, i]
+            loss, dl = _loss_pair(f)
+            b0 += w * loss
+            if f < -tie:
+                b1 += w
+            elif f <= tie:
+                b1 += 0.5 * w
+            wd = w * dl
+            b2 += wd * g1
+            b3 += wd * g2
+            b4 += wd * g3
+            b5 += wd * g4
+            b6 += w
+        blk[0] = b0
+        blk[1] = b1
+        blk[2] = b2
+        blk[3] = b3
+        blk[4] = b4
+        blk[5] = b5
+        blk[6] = b6
+        for r in range(7):
+            _kadd(acc, comp, r, blk[r])
+    for r in range(7):
+        out[c, r] = acc[r] + comp[r]
+    out[c, 7] = n
+
+
+@pjit
+def _replay_parallel(tabT, sig, rec_st, rec_ti, rec_w, rec_n, tie):
+    """:func:`_replay_chunk` over the chunks in parallel, summed in chunk order."""
+    out = np.zeros((N_CHUNKS, 8))
+    for c in prange(N_CHUNKS):
+        _replay_chunk(c, out, tabT, sig, rec_st, rec_ti, rec_w, rec_n, tie)
+    return _reduce(out)
+
+
+@jit
+def _replay_serial(tabT, sig, rec_st, rec_ti, rec_w, rec_n, tie):
+    """:func:`_replay_parallel` on one thread (the same numbers bit for bit)."""
+    out = np.zeros((N_CHUNKS, 8))
+    for c in range(N_CHUNKS):
+        _replay_chunk(c, out, tabT, sig, rec_st, rec_ti, rec_w, rec_n, tie)
+    return _reduce(out)
+
+
+@jit
+def _drop_bound(tabB, tab, sigB, sig, n_of, pi, M, C, k, lo, hi):
+    """Delta = the largest f_B - f over the configurations within k with total index in
+    [lo, hi]: f_B - f = (sigB - sig)(T) + sum over the M noise sets of (F_B - F)(s, T), so per
+    T the best states of each nonzero count c (g[c]) are combined by a small dynamic program
+    over the sets with the budget sum n <= k (not M times the best state of any count)."""
+    K = n_of.shape[0]
+    g = np.empty(C + 1)
+    dp = np.empty(k + 1)
+    nxt = np.empty(k + 1)
+    best = -math.inf
+    for t in range(lo, hi + 1):
+        g[:] = -math.inf
+        for s in range(K):
+            if pi[s] > 0.0 and n_of[s] <= k:
+                g[n_of[s]] = max(g[n_of[s]], tabB[s, t] - tab[s, t, 0])
+        dp[:] = -math.inf
+        dp[0] = 0.0
+        for _ in range(M):
+            nxt[:] = -math.inf
+            for n in range(k + 1):
+                if dp[n] == -math.inf:
+                    continue
+                for c in range(min(C, k - n) + 1):
+                    if g[c] > -math.inf:
+                        nxt[n + c] = max(nxt[n + c], dp[n] + g[c])
+            dp[:] = nxt
+        top = -math.inf
+        for n in range(k + 1):
+            top = max(top, dp[n])
+        if top > -math.inf:
+            best = max(best, top + sigB[t] - sig[t, 0])
+    return best
 
 
 @jit
@@ -1220,9 +1382,16 @@ def _sums(C: int, q: float, M: int):
     return pisuf, pnsuf, invfact
 
 
-def _run(L, C, q, p, nu, alpha, a, b, c, k, parallel, theta=0.0, theta2=0.0):
+def _run(L, C, q, p, nu, alpha, a, b, c, k, parallel, theta=0.0, theta2=0.0, ahead=(),
+         rec=None):
     """Enumerate (pruning thresholds ``theta`` on probability, ``theta2`` on the tilted margin
-    bound) and return the reduced columns, the attention values and the tie threshold."""
+    bound) and return the reduced columns, the attention values and the tie threshold.
+
+    ``ahead``: further points (alpha, a, b, c) whose f the margin bounds must also bound (they
+    read F's lower envelope over the points; module notes, replays). ``rec``: a dict with a
+    capacity ``cap`` per chunk; the leaves computed are recorded in it (``st``, ``ti``, ``w``,
+    counts ``n``) with the envelope's tables (``tabB``, ``sigB``).
+    """
     M = L - 1
     D = L * C
     npos, nneg, n_of, S_of, pi = _states(C, q)
@@ -1236,11 +1405,22 @@ def _run(L, C, q, p, nu, alpha, a, b, c, k, parallel, theta=0.0, theta2=0.0):
         cmax = max(c1 for key, (_, c1) in _coefficients(L, C, p, nu, alpha, a, b, c,
                                                          k).items()
                    if key not in ("risk", "error"))
+    pts = np.array([(float(alpha), float(Pd), float(Qs), float(R))]
+                   + [(float(x[0]), *attention_values(x[1], x[2], x[3], L, C)) for x in ahead])
+    tabT, sig, LX, LG1 = _prepare(C, M, pts, p, float(nu), npos, nneg, pi, S_of, _LAMBDAS,
+                                  float(theta2))
+    cap = 0 if rec is None else int(rec["cap"])
+    rec_st = np.empty((N_CHUNKS, cap, max(M, 1)), dtype=np.uint8)
+    rec_ti = np.empty((N_CHUNKS, cap), dtype=np.int32)
+    rec_w = np.empty((N_CHUNKS, cap))
+    rec_n = np.zeros((N_CHUNKS, 1), dtype=np.int64)
     kernel = _enumerate_parallel if parallel else _enumerate_serial
-    total = kernel(C, M, float(alpha), float(Pd), float(Qs), float(R), p, float(nu), npos, nneg,
-                   n_of, S_of, pi, pisuf, pnsuf, invfact, int(k), tasks,
-                   float(math.factorial(M)), float(tie), float(theta), _LAMBDAS, float(cmax),
-                   float(theta2))
+    total = kernel(C, M, tabT, sig, LX, LG1, n_of, S_of, pi, pisuf, pnsuf, invfact, int(k),
+                   tasks, float(math.factorial(M)), float(tie), float(theta), _LAMBDAS,
+                   float(cmax), float(theta2), rec is not None, rec_st, rec_ti, rec_w, rec_n)
+    if rec is not None:
+        rec.update(st=rec_st, ti=rec_ti, w=rec_w, n=rec_n, tabB=tabT[:, :, _FB].copy(),
+                   sigB=sig[:, _FB].copy())
     return total, (Pd, Qs, R), tie
 
 
@@ -1248,7 +1428,12 @@ def warm_up() -> None:
     """Compile (or load from the cache) every kernel on a tiny problem, through the same code
     path and argument types as :func:`evaluate`, so that later timings are of the work only."""
     for parallel in (False, True):
-        _run(3, 2, 0.3, 5, 0.03, 0.5, 1.0, 0.5, 0.0, 4, parallel, 1e-3, 1e-3)
+        rec = {"cap": 64}
+        _run(3, 2, 0.3, 5, 0.03, 0.5, 1.0, 0.5, 0.0, 4, parallel, 1e-3, 1e-3,
+             ((0.6, 1.0, 0.6, 0.0),), rec)
+        replay = _replay_parallel if parallel else _replay_serial
+        replay(rec["tabB"][:, :, None].repeat(5, axis=2), rec["sigB"][:, None].repeat(5, axis=1),
+               rec["st"], rec["ti"], rec["w"], rec["n"], 0.0)
     for L, C in ((3, 2), (2, 3)):  # the first calls pay one-time costs (lazy loading)
         evaluate(L, C, 0.3, 5, 0.03, 0.5, 1.0, 0.5, 0.0)
         evaluate(L, C, 0.3, 5, 0.03, 0.5, 1.0, 0.5, 0.0, tol=1e-3)
@@ -1268,28 +1453,125 @@ _PRUNE_BACKOFF = 16.0
 _PRUNE_RETRIES = 3
 
 
+#: Replays (module notes): the envelope of a search covers the path extrapolated over this many
+#: steps at first; the horizon doubles (up to the second number) after a search whose replays
+#: lasted at least that long, and shrinks to what they lasted otherwise.
+_HORIZON = (4, 64)
+#: Leaves recorded per chunk at the first search (later: 1.25 times the largest chunk's count
+#: of the previous search); a search that records more is not replayed.
+_RECORD_CAP = 1 << 16
+#: Recorded states are bytes: recording is off for more states than that (C > 21).
+_RECORD_MAX_STATES = 256
+
+
+class _Memory:
+    """What an :class:`Evaluator` carries from one point of a trajectory to the next: the
+    threshold of the margin pruning and its measured ratio at the last search, the previous
+    point, the last search's record (leaves and sums, for replays), the horizon of the
+    envelope, and counters."""
+
+    def __init__(self):
+        self.margin: tuple | None = None
+        self.last: tuple | None = None
+        self.record: dict | None = None
+        self.horizon = _HORIZON[0]
+        self.replays = 0          # replays since the last search
+        self.replays_total = 0
+        self.searches = 0
+        self.cap = _RECORD_CAP
+
+
+def _replay_bounds(L, C, q, p, nu, alpha, a, b, c, rec):
+    """The certified bounds of a replay of ``rec`` at (alpha, a, b, c), before any leaf is
+    computed: the tail n > k and the probability-pruned part with this point's coefficients,
+    and the margin-skipped part grown by e^Delta, Delta >= f_B - f for every configuration
+    within k (f_B: the envelope's f, which the search's margin bounds bound). Returns the
+    bounds, the tables at the point, the attention values, the tie threshold, P(n > k) and
+    Delta."""
+    M, N, k = L - 1, (L - 1) * C, rec["k"]
+    npos, nneg, n_of, S_of, pi = _states(C, q)
+    Pd, Qs, R = attention_values(a, b, c, L, C)
+    A = abs(alpha)
+    tie = TIE_RTOL * L * C * (A ** p + nu * A)
+    tab, sig = _tables(C, M, float(alpha), float(Pd), float(Qs), float(R), p, float(nu),
+                       npos, nneg)
+    # f = sig(T) + sum of M state terms F(s, T), T = C + sum S within k of C
+    Tmin = C - M * C
+    lo, hi = max(0, -k - Tmin + C), min(sig.shape[0] - 1, k - Tmin + C)
+    delta = float(_drop_bound(rec["tabB"], tab, rec["sigB"], sig, n_of, pi, M, C, k, lo, hi))
+    grow = math.exp(delta) * _BOUND_SAFETY if delta < 700.0 else math.inf
+    coef = _coefficients(L, C, p, nu, alpha, a, b, c, k)
+    t0, tn = tail_moments(N, q, k)
+    tail = _bounds_from(_coefficients(L, C, p, nu, alpha, a, b, c), t0, C * t0 + tn)
+    pm0, pm1, _, e0, e1 = rec["sums"]
+    pruned = _bounds_from(coef, pm0, C * pm0 + pm1)
+    e0, e1 = (grow * e0 if e0 > 0.0 else 0.0), (grow * e1 if e1 > 0.0 else 0.0)
+    tilt = {"risk": e0, "error": math.exp(tie) * e0}
+    tilt.update({key: coef[key][1] * e1 for key in ("alpha", "a", "b", "c")})
+    bounds = {key: float(tail[key] + pruned[key] + tilt[key]) for key in tail}
+    return bounds, tab, sig, (Pd, Qs, R), tie, t0, delta
+
+
+def _replay(L, C, q, p, nu, alpha, a, b, c, tol, mem: _Memory, parallel_min_configurations):
+    """The last search's leaves at a new point, certified by :func:`_replay_bounds`; ``None``
+    when those bounds exceed ``tol`` (then nothing is computed: the caller searches)."""
+    rec = mem.record
+    bounds, tab, sig, values, tie, t0, _ = _replay_bounds(L, C, q, p, nu, alpha, a, b, c, rec)
+    if max(bounds.values()) > tol:
+        return None
+    kernel = (_replay_parallel if rec["leaves"] >= parallel_min_configurations
+              else _replay_serial)
+    total = kernel(tab, sig, rec["st"], rec["ti"], rec["w"], rec["n"], float(tie))
+    omitted = t0 + rec["sums"][0] + rec["sums"][2]
+    return total, values, bounds, omitted
+
+
+def _envelope_points(mem: _Memory | None, point) -> tuple:
+    """The points ahead that a search's margin bounds cover: the path extrapolated from the
+    previous point over half the horizon and the whole horizon (none without a previous
+    point)."""
+    if mem is None or mem.last is None:
+        return ()
+    x, x0 = np.array(point), np.array(mem.last)
+    v = x - x0
+    return tuple(tuple(x + h * v) for h in (mem.horizon / 2.0, float(mem.horizon)))
+
+
 def _enumerate(L, C, q, p, nu, alpha, a, b, c, pl: Plan, tol, parallel, prev=None):
     """Run the plan; with pruning, the certified bounds of what was actually omitted.
 
-    ``prev`` = (threshold, ratio) of the margin pruning at the previous point of a trajectory
-    (:class:`Evaluator`): the tilted bounds skipped there summed to ``ratio`` times that
+    ``prev``: the :class:`_Memory` of a trajectory (or ``None``). The margin pruning was at
+    threshold th_prev at the last search, where its bounds summed to ``ratio`` times that
     threshold, so this one aims at ``_MARGIN_AIM`` of the margin's share of ``tol``, moving at
-    most ``_MARGIN_RAMP`` times up per step (never below the plan's a-priori threshold).
-    Returns the columns, the attention values, the bounds, the omitted probability, whether
-    complete, and (threshold, ratio) here (``None`` without margin pruning). A run above
-    ``tol`` is redone with the threshold of the part that exceeded its share lowered.
+    most ``_MARGIN_RAMP`` times up per search (never below the plan's a-priori threshold). With
+    a memory the margin bounds also cover the path ahead (:func:`_envelope_points`) and the
+    leaves are recorded for replays.
+    Returns the columns, the attention values, the bounds, the omitted probability and whether
+    complete. A run above ``tol`` is redone with the threshold of the part that exceeded its
+    share lowered.
     """
     N = (L - 1) * C
     theta, theta2 = pl.theta, pl.theta_margin
-    if theta2 > 0.0 and prev is not None:
-        th_prev, ratio = prev
-        aim = _MARGIN_AIM * MARGIN_SHARE * tol / ratio if ratio > 0.0 else math.inf
-        theta2 = max(theta2, min(aim, _MARGIN_RAMP * th_prev))
+    mem = prev
+    rec = ahead = None
+    if mem is not None:
+        if theta2 > 0.0 and mem.margin is not None:
+            th_prev, ratio = mem.margin
+            aim = _MARGIN_AIM * MARGIN_SHARE * tol / ratio if ratio > 0.0 else math.inf
+            theta2 = max(theta2, min(aim, _MARGIN_RAMP * th_prev))
+        if mem.searches > 0:  # the horizon follows how long the last search's replays lasted
+            mem.horizon = (min(2 * mem.horizon, _HORIZON[1]) if mem.replays >= mem.horizon
+                           else max(_HORIZON[0], mem.replays))
+        mem.record, mem.replays = None, 0
+        mem.searches += 1
+        if theta2 > 0.0 and (C + 1) * (C + 2) // 2 <= _RECORD_MAX_STATES:
+            ahead = _envelope_points(mem, (alpha, a, b, c))
+            rec = {"cap": mem.cap}
     for attempt in range(_PRUNE_RETRIES + 2):
         total, values, tie = _run(L, C, q, p, nu, alpha, a, b, c, pl.k, parallel, theta,
-                                  theta2)
+                                  theta2, ahead or (), rec)
         if theta == 0.0 and theta2 == 0.0:
-            return total, values, dict(pl.bounds), pl.omitted_probability, pl.complete, None
+            return total, values, dict(pl.bounds), pl.omitted_probability, pl.complete
         t0, tn = tail_moments(N, q, pl.k)
         pm0, pm1 = float(total[8]), float(total[9])
         # the tail n > k with the bounds of any configuration, the pruned configurations
@@ -1304,10 +1586,15 @@ def _enumerate(L, C, q, p, nu, alpha, a, b, c, pl: Plan, tol, parallel, prev=Non
         tilt.update({key: coef[key][1] * e1 for key in ("alpha", "a", "b", "c")})
         bounds = {key: float(tail[key] + pruned[key] + tilt[key]) for key in tail}
         if max(bounds.values()) <= tol:
-            state = ((theta2, max(tilt.values()) / theta2)
-                     if theta2 > 0.0 and total[13] + total[14] > 0
-                     else None)
-            return (total, values, bounds, t0 + pm0 + float(total[10]), False, state)
+            if mem is not None and theta2 > 0.0 and total[13] + total[14] > 0:
+                mem.margin = (theta2, max(tilt.values()) / theta2)
+            if rec is not None:
+                most = int(rec["n"].max())
+                if most <= rec["cap"]:
+                    mem.record = dict(rec, k=pl.k, leaves=int(total[7]),
+                                      sums=(pm0, pm1, float(total[10]), e0, e1))
+                mem.cap = max(_RECORD_CAP, int(1.25 * most) + 1)
+            return (total, values, bounds, t0 + pm0 + float(total[10]), False)
         if attempt >= _PRUNE_RETRIES:
             theta = theta2 = 0.0
             continue
@@ -1350,26 +1637,39 @@ def evaluate(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
     return _evaluate(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune,
-                     parallel_min_configurations)[0]
+                     parallel_min_configurations)
 
 
 def _evaluate(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune,
               parallel_min_configurations, prev=None):
-    """:func:`evaluate` on a checked problem; also returns the margin state (threshold, measured
-    ratio) for the next point (:func:`_enumerate`)."""
+    """:func:`evaluate` on a checked problem. ``prev``: the :class:`_Memory` of a trajectory
+    (updated): the last search's leaves are replayed when their certified bounds meet ``tol``
+    here, and a search is run (and recorded) otherwise."""
     alpha, a, b, c = float(alpha), float(a), float(b), float(c)
     if not (math.isfinite(alpha) and math.isfinite(a) and math.isfinite(b)
             and math.isfinite(c)):
         _check_point(alpha=alpha, a=a, b=b, c=c)  # raises, naming the field
-    if tol is None:  # the complete plan depends on (L, C) only
-        pl = _complete_plan(L, C)
-        if pl.configurations > max_configurations:
-            plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)  # raises
+    got = None
+    if prev is not None and prev.record is not None and tol is not None and prune:
+        got = _replay(L, C, q, p, nu, alpha, a, b, c, tol, prev, parallel_min_configurations)
+    if got is not None:
+        total, values, bounds, omitted = got
+        complete, k = False, prev.record["k"]
+        prev.replays += 1
+        prev.replays_total += 1
     else:
-        pl = plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)
-    total, values, bounds, omitted, complete, measured = _enumerate(
-        L, C, q, p, nu, alpha, a, b, c, pl, tol,
-        pl.configurations >= parallel_min_configurations, prev)
+        if tol is None:  # the complete plan depends on (L, C) only
+            pl = _complete_plan(L, C)
+            if pl.configurations > max_configurations:
+                plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)  # raises
+        else:
+            pl = plan(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune)
+        total, values, bounds, omitted, complete = _enumerate(
+            L, C, q, p, nu, alpha, a, b, c, pl, tol,
+            pl.configurations >= parallel_min_configurations, prev)
+        k = pl.k
+    if prev is not None:
+        prev.last = (alpha, a, b, c)
     if _uniform(values, L, C):
         # Exact identity: at uniform attention every entry of a row gets the same per-entry
         # gradient, so d/da = d/db = d/dc = 0 (module notes); the computed values are rounding
@@ -1386,10 +1686,10 @@ def _evaluate(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune,
                     grad={"alpha": float(total[2]), "a": ga, "b": gb, "c": gc},
                     grad_values=(float(total[3]), float(total[4]), float(total[5])),
                     bayes_error=_bayes_error(L, C, q), configurations=int(total[7]),
-                    k=pl.k, complete=complete, bounds=bounds,
+                    k=k, complete=complete, bounds=bounds,
                     probability=float(total[6]), omitted_probability=omitted,
                     attention=values)
-    return ev, measured
+    return ev
 
 
 def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: float,
@@ -1404,20 +1704,19 @@ def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: 
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
     return _evaluate_gram(L, C, q, p, nu, alpha, x, y, w, tol, max_configurations, prune,
-                          parallel_min_configurations)[0]
+                          parallel_min_configurations)
 
 
 def _evaluate_gram(L, C, q, p, nu, alpha, x, y, w, tol, max_configurations, prune,
                    parallel_min_configurations, prev=None):
-    """:func:`evaluate_gram` on a checked problem; also returns the margin state."""
+    """:func:`evaluate_gram` on a checked problem (``prev`` as in :func:`_evaluate`)."""
     alpha, x, y, w = _check_point(alpha=alpha, x=x, y=y, w=w)
     a, b, c = gram_to_logits(x, y, w, L, C)
     J = np.abs(gram_jacobian(x, y, w, L, C))
     # a tolerance in (a, b, c) that gives ``tol`` in (x, y, w): |J|^T bounds <= colsum * max
     scale = max(1.0, float(J.sum(axis=0).max()))
-    ev, measured = _evaluate(L, C, q, p, nu, alpha, a, b, c,
-                             None if tol is None else tol / scale, max_configurations, prune,
-                             parallel_min_configurations, prev)
+    ev = _evaluate(L, C, q, p, nu, alpha, a, b, c, None if tol is None else tol / scale,
+                   max_configurations, prune, parallel_min_configurations, prev)
     gx, gy, gw = chain_to_gram(ev.grad["a"], ev.grad["b"], ev.grad["c"], x, y, w, L, C)
     bab = np.array([ev.bounds["a"], ev.bounds["b"], ev.bounds["c"]])
     bx = J.T @ bab
@@ -1430,7 +1729,7 @@ def _evaluate_gram(L, C, q, p, nu, alpha, x, y, w, tol, max_configurations, prun
                       configurations=ev.configurations, k=ev.k, complete=ev.complete,
                       bounds=bounds, probability=ev.probability,
                       omitted_probability=ev.omitted_probability,
-                      attention=ev.attention), measured
+                      attention=ev.attention)
 
 
 class Evaluator:
@@ -1438,14 +1737,21 @@ class Evaluator:
 
     :func:`evaluate` (``param='logits'``) or :func:`evaluate_gram` (``'gram'``) with
     (L, C, q, p, nu), ``tol``, ``prune`` and the caps fixed. What depends on the problem only
-    (states, task lists, key histograms of the pruning plan) is cached across the calls, and
-    the threshold of the pruning by margin is set from the sums measured at the previous
-    point: the tilted bounds of the subtrees skipped there summed to r times their threshold,
-    so the threshold here aims at ``_MARGIN_AIM`` of the margin's share of ``tol`` (never below
-    the a-priori threshold of :func:`plan`). Every evaluation is still certified on its own:
-    its bounds are measured, and one above ``tol`` is redone with lower thresholds. The
-    thresholds only decide how much work that takes, so the numbers depend (deterministically)
-    on the points evaluated before, within the certified bounds.
+    (states, task lists, key histograms of the pruning plan) is cached across the calls. With
+    ``prune`` and ``tol``, two things carry over from point to point (module notes):
+
+    - the threshold of the pruning by margin, set from the sums measured at the last search:
+      the tilted bounds of the subtrees skipped there summed to r times their threshold, so
+      the threshold aims at ``_MARGIN_AIM`` of the margin's share of ``tol`` (never below the
+      a-priori threshold of :func:`plan`);
+    - the leaves of the last search, which later points replay (only those leaves are
+      computed) while the replay's own certified bounds meet ``tol``; a search's margin bounds
+      cover the path extrapolated a few steps ahead, so that its replays last.
+
+    Every evaluation is certified on its own: its bounds are measured (a replay's before any
+    leaf is computed), and a search above ``tol`` is redone with lower thresholds. These
+    choices only decide how much work that takes, so the numbers depend (deterministically) on
+    the points evaluated before, within the certified bounds; never on the thread count.
 
     References
     ----------
@@ -1464,20 +1770,28 @@ class Evaluator:
         self.tol, self.prune, self.param = tol, bool(prune), param
         self.max_configurations = int(max_configurations)
         self.parallel_min_configurations = int(parallel_min_configurations)
-        self.margin: tuple | None = None  # (threshold, measured ratio) at the last point
+        self.memory = _Memory()
 
     def __call__(self, alpha: float, *coords: float) -> Evaluation:
         """The evaluation at (alpha, coords): (a, b, c) for logits, (x, y, w) for Gram."""
         if len(coords) != 3:
             raise ValueError(f"three attention coordinates expected, got {len(coords)}")
         fn = _evaluate if self.param == "logits" else _evaluate_gram
-        ev, state = fn(*self.problem, alpha, *coords, self.tol, self.max_configurations,
-                       self.prune, self.parallel_min_configurations, self.margin)
-        if state is not None:
-            self.margin = state
-        return ev
+        return fn(*self.problem, alpha, *coords, self.tol, self.max_configurations,
+                  self.prune, self.parallel_min_configurations, self.memory)
+
+    @property
+    def margin(self) -> tuple | None:
+        """(threshold, ratio) of the margin pruning at the last search that pruned by margin."""
+        return self.memory.margin
 
     @property
     def ratio(self) -> float | None:
-        """The margin's skipped bounds over its threshold at the last point that pruned."""
-        return None if self.margin is None else self.margin[1]
+        """The margin's skipped bounds over its threshold at the last search that pruned."""
+        return None if self.memory.margin is None else self.memory.margin[1]
+
+    @property
+    def counts(self) -> dict:
+        """How many evaluations were searches and how many replays, and the current horizon."""
+        m = self.memory
+        return {"searches": m.searches, "replays": m.replays_total, "horizon": m.horizon}

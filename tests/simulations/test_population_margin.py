@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from patchassoc.simulations.population import evaluate
-from patchassoc.simulations.population.exact import (Evaluator, _coefficients, _row_top, _run,
-                                                     plan)
+from patchassoc.simulations.population.exact import (Evaluator, _coefficients, _replay_bounds,
+                                                     _replay_parallel, _replay_serial,
+                                                     _row_top, _run, plan)
 from patchassoc.theory.invariant import attention_values, invariant_logits
 from patchassoc.theory.structure import blocks
 
@@ -143,6 +144,7 @@ def test_evaluator_is_deterministic_and_thread_free():
     for pmin in (NEVER, 0, NEVER):
         ev = Evaluator(*PROBLEM, tol=1e-9, prune=True, parallel_min_configurations=pmin)
         runs.append([_numbers(ev(*point)) for point in _path()])
+        assert ev.counts["replays"] > 0           # replays among them
     assert runs[0] == runs[1] == runs[2]
 
 
@@ -179,22 +181,31 @@ def test_power_of_two_bound_of_exp():
 
 
 def test_last_table_is_the_grouped_sum_over_the_last_state():
-    """LG1[s, t0, S + C] = log sum of pi_s' e^-F(s', t0 + S) over the states s' >= s with that S
-    (the exact sum of the level above the leaves), against a log-sum-exp over the states."""
-    from patchassoc.simulations.population.exact import _last_table, _states, _tables
+    """LG1[s, t0, S + C] = log sum of pi_s' e^-F_B(s', t0 + S) over the states s' >= s with that
+    S (the exact sum of the level above the leaves), against a log-sum-exp over the states;
+    F_B is the lower envelope of F over two points (the tables of a search with a point
+    ahead), checked against the two points' own tables."""
+    from patchassoc.simulations.population.exact import (_envelope_tables, _last_table,
+                                                         _states, _tables)
     L, C, q, p, nu = PROBLEM
-    alpha, a, b, c = TRAINED
     npos, nneg, n_of, S_of, pi = _states(C, q)
-    Pd, Qs, R = attention_values(a, b, c, L, C)
-    tabT, _ = _tables(C, L - 1, alpha, Pd, Qs, R, p, nu, npos, nneg)
+    pts = np.array([(x[0], *attention_values(*x[1:], L, C))
+                    for x in (TRAINED, (3.1, 2.1, 1.3, -0.35))])
+    tabT, sig = _envelope_tables(C, L - 1, pts, p, nu, npos, nneg)
+    one, one_sig = _tables(C, L - 1, *pts[0], p, nu, npos, nneg)
+    two, two_sig = _tables(C, L - 1, *pts[1], p, nu, npos, nneg)
+    assert np.array_equal(tabT[:, :, :5], one) and np.array_equal(sig[:, :5], one_sig)
+    assert np.array_equal(tabT[:, :, 5], np.minimum(one[:, :, 0], two[:, :, 0]))
+    assert np.array_equal(sig[:, 5], np.minimum(one_sig[:, 0], two_sig[:, 0]))
+    assert np.any(one[:, :, 0] < two[:, :, 0]) and np.any(one[:, :, 0] > two[:, :, 0])
     LG1 = _last_table(tabT, pi, S_of, C)
     K, nT = pi.shape[0], tabT.shape[1]
     rng = np.random.default_rng(0)
     checked = 0
     for _ in range(400):
         s, t0, S = int(rng.integers(K)), int(rng.integers(nT)), int(rng.integers(-C, C + 1))
-        terms = [math.log(pi[u]) - tabT[u, t0 + S, 0] for u in range(s, K)
-                 if S_of[u] == S and pi[u] > 0 and 0 <= t0 + S < nT]
+        terms = [math.log(pi[u]) - min(one[u, t0 + S, 0], two[u, t0 + S, 0])
+                 for u in range(s, K) if S_of[u] == S and pi[u] > 0 and 0 <= t0 + S < nT]
         got = LG1[s, t0, S + C]
         if not terms:
             assert got == -np.inf
@@ -219,3 +230,83 @@ def test_screened_leaves_and_last_level_bounds_are_certified():
     skipped = none[0] - total[0]
     assert 0.0 < skipped <= total[11] * (1.0 + 1e-9) + 1e-15 * none[0]
     assert 0.0 < none[6] - total[6] <= total[10] * (1.0 + 1e-9) + PROBABILITY_ABS
+
+
+def _search(point, theta, ahead=()):
+    """A recorded search at ``point`` (margin threshold 1e3 times the a-priori one, probability
+    threshold ``theta``), as :func:`_enumerate` records it for replays."""
+    pl = plan(*PROBLEM, *point, tol=1e-9, prune=True)
+    rec = {"cap": 1 << 16}
+    total, _, _ = _run(*PROBLEM, *point, pl.k, False, theta(pl), 1e3 * pl.theta_margin,
+                       ahead, rec)
+    assert int(rec["n"].max()) <= rec["cap"]
+    rec.update(k=pl.k, leaves=int(total[7]), sums=tuple(float(total[i])
+                                                        for i in (8, 9, 10, 11, 12)))
+    return rec, total, pl
+
+
+def test_replay_at_the_search_point_is_the_search():
+    """Replaying a search's leaves at its own point computes the same leaves: Delta = 0, the
+    same count, and the same sums up to their order of summation, serial or threaded."""
+    rec, total, _ = _search(TRAINED, lambda pl: pl.theta)
+    assert total[14] > 0 and total[8] > 0.0      # leaves screened and pruned by probability
+    _, tab, sig, _, tie, _, delta = _replay_bounds(*PROBLEM, *TRAINED, rec)
+    assert delta == 0.0
+    got = _replay_serial(tab, sig, rec["st"], rec["ti"], rec["w"], rec["n"], tie)
+    assert np.array_equal(got, _replay_parallel(tab, sig, rec["st"], rec["ti"], rec["w"],
+                                                rec["n"], tie))
+    assert got[7] == total[7] == rec["leaves"]
+    for r in range(7):
+        assert got[r] == pytest.approx(total[r], rel=1e-13, abs=1e-300)
+
+
+def test_replay_bound_grows_by_delta_and_the_envelope_covers_the_point_ahead():
+    """At a new point the part a search skipped by its margin is bounded by e^Delta times the
+    search's sum (Delta >= f_B - f within k). The new point has a smaller alpha: its margins
+    drop, and the skipped part exceeds the search's own sum, so a Delta left out (or too small)
+    fails here. A search whose envelope covers that point has Delta <= 0 there: its sum alone
+    bounds the skipped part, at the cost of more leaves."""
+    x1 = (0.99 * TRAINED[0], *TRAINED[1:])
+    within_k = {}
+    for ahead in ((), (x1,)):
+        rec, _, pl = _search(TRAINED, lambda pl: 0.0, ahead)
+        if pl.k not in within_k:  # no pruning at all: every configuration within k
+            within_k[pl.k] = _run(*PROBLEM, *x1, pl.k, False, 0.0, 0.0)[0]
+        _, tab, sig, _, tie, _, delta = _replay_bounds(*PROBLEM, *x1, rec)
+        replay = _replay_serial(tab, sig, rec["st"], rec["ti"], rec["w"], rec["n"], tie)
+        skipped = within_k[pl.k][0] - replay[0]  # only the margin skipped (no theta)
+        e0 = rec["sums"][3]
+        assert skipped <= math.exp(delta) * e0 * (1 + 1e-9) + 1e-15 * within_k[pl.k][0]
+        if not ahead:
+            assert delta > 0.0 and skipped > e0
+            leaves = rec["leaves"]
+        else:
+            assert delta <= 0.0 and rec["leaves"] > leaves
+
+
+def test_drop_bound_covers_every_configuration_within_k():
+    """Delta of a replay is at least f_B - f of every multiset within k (brute force over the
+    multisets, f from the tables), and not more than the bound without the budget (M times
+    the worst state)."""
+    import itertools
+    from patchassoc.simulations.population.exact import _states
+    L, C, q, p, nu = PROBLEM
+    M = L - 1
+    x1 = (0.99 * TRAINED[0], TRAINED[1], TRAINED[2] + 0.05, TRAINED[3] - 0.02)
+    rec, _, pl = _search(TRAINED, lambda pl: pl.theta)
+    _, tab, sig, _, _, _, delta = _replay_bounds(*PROBLEM, *x1, rec)
+    _, _, n_of, S_of, pi = _states(C, q)
+    k, Tmin = pl.k, C - M * C
+    states = [s for s in range(len(pi)) if pi[s] > 0]
+    worst = -math.inf
+    for ms in itertools.combinations_with_replacement(states, M):
+        if sum(n_of[s] for s in ms) > k:
+            continue
+        t = C + sum(S_of[s] for s in ms) - Tmin
+        drop = rec["sigB"][t] - sig[t, 0] + sum(rec["tabB"][s, t] - tab[s, t, 0] for s in ms)
+        worst = max(worst, drop)
+    gap = max(rec["sigB"][t] - sig[t, 0]
+              + M * max(rec["tabB"][s, t] - tab[s, t, 0] for s in states)
+              for t in range(sig.shape[0]))
+    assert worst > 0.0
+    assert worst <= delta * (1 + 1e-12) <= gap * (1 + 1e-12)
