@@ -73,21 +73,34 @@ def _best(fn, repeats: int) -> tuple[float, object]:
 def _trajectory_step(L, C, q, p, nu, tol, repeats) -> dict:
     """One step of population descent at the paper's size: an :class:`Evaluator` (what
     ``population_descent`` uses) at ``TRAJECTORY_POINT``, timed once its margin threshold has
-    adapted (after ``_ADAPT_CALLS`` calls), with all Numba threads and with one."""
+    adapted (after ``_ADAPT_CALLS`` calls), with all Numba threads and with one: a search
+    (the step that records the leaves) and a replay of its leaves (most steps of a
+    trajectory)."""
     import numba
     ev_t = Evaluator(L, C, q, p, nu, tol=tol, prune=True)
     for _ in range(_ADAPT_CALLS):
+        ev_t.search_next()
         ev_t(*TRAJECTORY_POINT)
-    sec, ev = _best(lambda: ev_t(*TRAJECTORY_POINT), repeats)
+
+    def search():
+        ev_t.search_next()
+        return ev_t(*TRAJECTORY_POINT)
+
+    def replay():
+        return ev_t(*TRAJECTORY_POINT)
+
     before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        sec1, _ = _best(lambda: ev_t(*TRAJECTORY_POINT), repeats)
-    finally:
-        numba.set_num_threads(before)
-    return {"trajectory_point": list(TRAJECTORY_POINT), "trajectory_seconds": sec,
-            "trajectory_seconds_1thread": sec1, "trajectory_threads": before,
-            "trajectory_configurations": ev.configurations, "trajectory_bound": ev.bound}
+    out = {"trajectory_point": list(TRAJECTORY_POINT), "trajectory_threads": before}
+    for name, fn in (("trajectory", search), ("replay", replay)):
+        sec, ev = _best(fn, repeats)
+        numba.set_num_threads(1)
+        try:
+            sec1, _ = _best(fn, repeats)
+        finally:
+            numba.set_num_threads(before)
+        out.update({f"{name}_seconds": sec, f"{name}_seconds_1thread": sec1,
+                    f"{name}_configurations": ev.configurations, f"{name}_bound": ev.bound})
+    return out
 
 
 def run(ctx) -> dict:
@@ -178,12 +191,13 @@ def render(s: dict) -> str:
                      f"{r['bound']:.2g}; plan {1e3 * r['plan_seconds']:.0f} ms once) vs by count "
                      f"{1e3 * r['count_seconds']:.1f} ms ({r['count_configurations']:,}): "
                      f"{r['speedup_over_count']:.2f}x")
-        if "trajectory_seconds" in r:
-            lines.append(f"    trajectory step at alpha={r['trajectory_point'][0]:g}: "
-                         f"{1e3 * r['trajectory_seconds']:.1f} ms ({r['trajectory_threads']} "
-                         f"threads), {1e3 * r['trajectory_seconds_1thread']:.1f} ms (1 thread), "
-                         f"{r['trajectory_configurations']:,} configurations, bound "
-                         f"{r['trajectory_bound']:.2g}")
+        for name, what in (("trajectory", "search"), ("replay", "replay")):
+            if f"{name}_seconds" in r:
+                lines.append(f"    trajectory step at alpha={r['trajectory_point'][0]:g}, {what}: "
+                             f"{1e3 * r[f'{name}_seconds']:.1f} ms ({r['trajectory_threads']} "
+                             f"threads), {1e3 * r[f'{name}_seconds_1thread']:.1f} ms (1 thread), "
+                             f"{r[f'{name}_configurations']:,} configurations, bound "
+                             f"{r[f'{name}_bound']:.2g}")
     b = s["bruteforce"]
     lines.append(f"brute force at D={b['D']} (L={b['L']}, C={b['C']}): "
                  f"{1e3 * b['bruteforce_seconds']:.2f} ms for {b['patterns']:,} patterns vs exact "
