@@ -763,12 +763,14 @@ def _prepare(C, M, pts, p, nu, npos, nneg, pi, S_of, lambdas, theta2):
 
 
 @pjit
-def _enumerate_parallel(C, M, tabT, sig, LX, LG1, n_of, S_of, pi, pisuf, pnsuf, invfact, kmax,
-                        tasks, w0, tie, theta, lambdas, cmax, theta2, record, rec_st, rec_ti,
-                        rec_w, rec_n):
-    """The tasks in ``N_CHUNKS`` interleaved chunks run in parallel, then the rows summed in
-    task order (:func:`_reduce`): the same numbers as the serial kernel bit for bit. With
-    ``record``, chunk c writes the leaves it computes to ``rec_*[c]`` (:func:`_task`)."""
+def _enumerate_parallel(C, M, pts, p, nu, npos, nneg, n_of, S_of, pi, pisuf, pnsuf, invfact,
+                        kmax, tasks, w0, tie, theta, lambdas, cmax, theta2, record, rec_st,
+                        rec_ti, rec_w, rec_n):
+    """Tables (:func:`_prepare`), then the tasks in ``N_CHUNKS`` interleaved chunks run in
+    parallel, then the rows summed in task order (:func:`_reduce`): one call, the same numbers
+    as the serial kernel bit for bit. With ``record``, chunk c writes the leaves it computes
+    to ``rec_*[c]`` (:func:`_task`)."""
+    tabT, sig, LX, LG1 = _prepare(C, M, pts, p, nu, npos, nneg, pi, S_of, lambdas, theta2)
     n = tasks.shape[0]
     out = np.zeros((n, _NCOL))
     # tasks are interleaved over the chunks: their sizes decrease along the (sorted) list
@@ -782,11 +784,12 @@ def _enumerate_parallel(C, M, tabT, sig, LX, LG1, n_of, S_of, pi, pisuf, pnsuf, 
 
 
 @jit
-def _enumerate_serial(C, M, tabT, sig, LX, LG1, n_of, S_of, pi, pisuf, pnsuf, invfact, kmax,
-                      tasks, w0, tie, theta, lambdas, cmax, theta2, record, rec_st, rec_ti,
+def _enumerate_serial(C, M, pts, p, nu, npos, nneg, n_of, S_of, pi, pisuf, pnsuf, invfact,
+                      kmax, tasks, w0, tie, theta, lambdas, cmax, theta2, record, rec_st, rec_ti,
                       rec_w, rec_n):
     """:func:`_enumerate_parallel` on one thread (task t records into chunk t mod
     ``N_CHUNKS``, in the same order)."""
+    tabT, sig, LX, LG1 = _prepare(C, M, pts, p, nu, npos, nneg, pi, S_of, lambdas, theta2)
     out = np.zeros((tasks.shape[0], _NCOL))
     work = _scratch(M, sig, w0, pi)
     for t in range(tasks.shape[0]):
@@ -1413,6 +1416,11 @@ def _sums(C: int, q: float, M: int):
     return pisuf, pnsuf, invfact
 
 
+#: The record buffers of a run that records nothing (never written: their capacity is 0).
+_NO_RECORD = (np.empty((N_CHUNKS, 0, 1), dtype=np.uint8), np.empty((N_CHUNKS, 0), dtype=np.int32),
+              np.empty((N_CHUNKS, 0)), np.zeros((N_CHUNKS, 1), dtype=np.int64))
+
+
 def _run(L, C, q, p, nu, alpha, a, b, c, k, parallel, theta=0.0, theta2=0.0, ahead=(),
          rec=None):
     """Enumerate (pruning thresholds ``theta`` on probability, ``theta2`` on the tilted margin
@@ -1436,20 +1444,24 @@ def _run(L, C, q, p, nu, alpha, a, b, c, k, parallel, theta=0.0, theta2=0.0, ahe
         cmax = max(c1 for key, (_, c1) in _coefficients(L, C, p, nu, alpha, a, b, c,
                                                          k).items()
                    if key not in ("risk", "error"))
-    pts = np.array([(float(alpha), float(Pd), float(Qs), float(R))]
-                   + [(float(x[0]), *attention_values(x[1], x[2], x[3], L, C)) for x in ahead])
-    tabT, sig, LX, LG1 = _prepare(C, M, pts, p, float(nu), npos, nneg, pi, S_of, _LAMBDAS,
-                                  float(theta2))
-    cap = 0 if rec is None else int(rec["cap"])
-    rec_st = np.empty((N_CHUNKS, cap, max(M, 1)), dtype=np.uint8)
-    rec_ti = np.empty((N_CHUNKS, cap), dtype=np.int32)
-    rec_w = np.empty((N_CHUNKS, cap))
-    rec_n = np.zeros((N_CHUNKS, 1), dtype=np.int64)
+    pts = np.empty((1 + len(ahead), 4))
+    pts[0] = alpha, Pd, Qs, R
+    for i, x in enumerate(ahead):
+        pts[i + 1] = (x[0], *attention_values(x[1], x[2], x[3], L, C))
+    if rec is None:  # nothing recorded: shared empty buffers (this path is timed at D = 12)
+        rec_st, rec_ti, rec_w, rec_n = _NO_RECORD
+    else:
+        cap = int(rec["cap"])
+        rec_st = np.empty((N_CHUNKS, cap, max(M, 1)), dtype=np.uint8)
+        rec_ti = np.empty((N_CHUNKS, cap), dtype=np.int32)
+        rec_w = np.empty((N_CHUNKS, cap))
+        rec_n = np.zeros((N_CHUNKS, 1), dtype=np.int64)
     kernel = _enumerate_parallel if parallel else _enumerate_serial
-    total = kernel(C, M, tabT, sig, LX, LG1, n_of, S_of, pi, pisuf, pnsuf, invfact, int(k),
-                   tasks, float(math.factorial(M)), float(tie), float(theta), _LAMBDAS,
+    total = kernel(C, M, pts, p, float(nu), npos, nneg, n_of, S_of, pi, pisuf, pnsuf, invfact,
+                   int(k), tasks, float(math.factorial(M)), float(tie), float(theta), _LAMBDAS,
                    float(cmax), float(theta2), rec is not None, rec_st, rec_ti, rec_w, rec_n)
-    if rec is not None:
+    if rec is not None:  # the envelope the kernel used (the same function, the same numbers)
+        tabT, sig = _envelope_tables(C, M, pts, p, float(nu), npos, nneg)
         rec.update(st=rec_st, ti=rec_ti, w=rec_w, n=rec_n, tabB=tabT[:, :, _FB].copy(),
                    sigB=sig[:, _FB].copy())
     return total, (Pd, Qs, R), tie
