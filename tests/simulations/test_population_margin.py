@@ -253,9 +253,8 @@ def test_replay_at_the_search_point_is_the_search():
     _, tab, sig, _, tie, _, delta = _replay_bounds(*PROBLEM, *TRAINED, rec)
     assert delta == 0.0
     tab = _total_major(tab)
-    got = _replay_serial(tab, sig, rec["st"], rec["ti"], rec["w"], rec["n"], tie)
-    assert np.array_equal(got, _replay_parallel(tab, sig, rec["st"], rec["ti"], rec["w"],
-                                                rec["n"], tie))
+    got = _replay_serial(tab, sig, rec["st"], rec["ti"], rec["w"], tie)
+    assert np.array_equal(got, _replay_parallel(tab, sig, rec["st"], rec["ti"], rec["w"], tie))
     assert got[7] == total[7] == rec["leaves"]
     for r in range(7):
         assert got[r] == pytest.approx(total[r], rel=1e-13, abs=1e-300)
@@ -274,8 +273,7 @@ def test_replay_bound_grows_by_delta_and_the_envelope_covers_the_point_ahead():
         if pl.k not in within_k:  # no pruning at all: every configuration within k
             within_k[pl.k] = _run(*PROBLEM, *x1, pl.k, False, 0.0, 0.0)[0]
         _, tab, sig, _, tie, _, delta = _replay_bounds(*PROBLEM, *x1, rec)
-        replay = _replay_serial(_total_major(tab), sig, rec["st"], rec["ti"], rec["w"],
-                                rec["n"], tie)
+        replay = _replay_serial(_total_major(tab), sig, rec["st"], rec["ti"], rec["w"], tie)
         skipped = within_k[pl.k][0] - replay[0]  # only the margin skipped (no theta)
         e0 = rec["sums"][3]
         assert skipped <= math.exp(delta) * e0 * (1 + 1e-9) + 1e-15 * within_k[pl.k][0]
