@@ -328,7 +328,8 @@ def _last_table(tabT, pi, S_of, C):
     LG1 = np.full((K + 1, nT, 2 * C + 1), -np.inf)
     la = np.empty(2 * C + 1)
     for t0 in range(nT):
-        la[:] = -np.inf
+        for h in range(2 * C + 1):
+            la[h] = -np.inf
         for s in range(K - 1, -1, -1):
             g = S_of[s] + C
             u = t0 + S_of[s]
@@ -734,7 +735,9 @@ def _scratch(M, sig, w0, pi):
     wp = np.empty(M + 1)
     wp[0] = w0
     P = np.empty((M + 1, nT, 6))
-    P[0] = sig
+    for t in range(nT):  # element loops: Numba compiles an array assignment for seconds
+        for r in range(6):
+            P[0, t, r] = sig[t, r]
     first = np.full(1, -1, dtype=np.int64)
     K = pi.shape[0]
     pmx = np.zeros(K)  # pmx[s] = max of pi over the states >= s
@@ -958,21 +961,24 @@ def _drop_bound(tabB, tab, sigB, sig, n_of, pi, M, C, k, lo, hi):
     nxt = np.empty(k + 1)
     best = -math.inf
     for t in range(lo, hi + 1):
-        g[:] = -math.inf
+        for c in range(C + 1):
+            g[c] = -math.inf
         for s in range(K):
             if pi[s] > 0.0 and n_of[s] <= k:
                 g[n_of[s]] = max(g[n_of[s]], tabB[s, t] - tab[s, t, 0])
-        dp[:] = -math.inf
+        for n in range(k + 1):
+            dp[n] = -math.inf
         dp[0] = 0.0
         for _ in range(M):
-            nxt[:] = -math.inf
+            for n in range(k + 1):
+                nxt[n] = -math.inf
             for n in range(k + 1):
                 if dp[n] == -math.inf:
                     continue
                 for c in range(min(C, k - n) + 1):
                     if g[c] > -math.inf:
                         nxt[n + c] = max(nxt[n + c], dp[n] + g[c])
-            dp[:] = nxt
+            dp, nxt = nxt, dp
         top = -math.inf
         for n in range(k + 1):
             top = max(top, dp[n])
