@@ -435,22 +435,39 @@ def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA, prefetch):
 
 @jit
 def _merge(loss_c, err_c, gv_c, gA_c, N):
+    """The chunks' sums added in chunk order (element loops: Numba compiles an array's += for
+    seconds)."""
     loss = 0.0
     err = 0.0
-    gv = np.zeros(gv_c.shape[1])
-    gA = np.zeros(gA_c.shape[1:])
+    d, D = gv_c.shape[1], gA_c.shape[1]
+    gv = np.zeros(d)
+    gA = np.zeros((D, D))
     for c in range(loss_c.shape[0]):
         loss += loss_c[c]
         err += err_c[c]
-        gv += gv_c[c]
-        gA += gA_c[c]
+        for k in range(d):
+            gv[k] += gv_c[c, k]
+        for i in range(D):
+            for j in range(D):
+                gA[i, j] += gA_c[c, i, j]
     return loss / N, err / N, gv, gA
+
+
+@jit
+def _transpose(A):
+    """A.T as a new C-contiguous array."""
+    D = A.shape[0]
+    AT = np.empty((D, D))
+    for i in range(D):
+        for j in range(D):
+            AT[j, i] = A[i, j]
+    return AT
 
 
 @jit
 def _loss_grad_serial(X, y, v, A, p, nu):
     N, D, d = X.shape
-    AT = np.ascontiguousarray(A.T)
+    AT = _transpose(A)
     loss_c = np.zeros(N_CHUNKS)
     err_c = np.zeros(N_CHUNKS)
     gv_c = np.zeros((N_CHUNKS, d))
@@ -467,7 +484,7 @@ def _loss_grad_serial(X, y, v, A, p, nu):
 @pjit
 def _loss_grad_parallel(X, y, v, A, p, nu):
     N, D, d = X.shape
-    AT = np.ascontiguousarray(A.T)
+    AT = _transpose(A)
     loss_c = np.zeros(N_CHUNKS)
     err_c = np.zeros(N_CHUNKS)
     gv_c = np.zeros((N_CHUNKS, d))
@@ -505,7 +522,7 @@ def _step_quantities(X, y, v, Q, p, nu):
 @jit
 def _margins_range(X, y, v, A, p, nu, lo, hi, out):
     D = X.shape[1]
-    AT = np.ascontiguousarray(A.T)
+    AT = _transpose(A)
     U = np.empty(D)
     z = np.empty(D)
     G = np.empty(D)
