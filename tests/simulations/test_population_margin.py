@@ -310,3 +310,62 @@ def test_drop_bound_covers_every_configuration_within_k():
               for t in range(sig.shape[0]))
     assert worst > 0.0
     assert worst <= delta * (1 + 1e-12) <= gap * (1 + 1e-12)
+
+
+def test_flat_record_keeps_every_leaf_grouped_by_the_branch_of_its_loss():
+    """The replays' record holds the search's leaves once each (the same rows as the chunks,
+    in chunk order within a group), grouped by the branch of the loss at the search's point:
+    f <= 0, then 0 < f <= 15, then f > 15."""
+    from patchassoc.simulations.population.exact import (_SERIES_MARGIN, _envelope_tables,
+                                                         _flatten_record, _states)
+    rec, total, _ = _search(TRAINED, lambda pl: pl.theta)
+    L, C, q, p, nu = PROBLEM
+    n = rec["n"][:, 0]
+    assert rec["ti"].shape == (int(n.sum()),) == (int(total[7]),)
+    Pd, Qs, R = attention_values(*TRAINED[1:], L, C)
+    npos, nneg, _, _, _ = _states(C, q)
+    tabT, sig = _envelope_tables(C, L - 1, np.array([[TRAINED[0], Pd, Qs, R]]), p, nu, npos,
+                                 nneg)
+    f = sig[rec["ti"], 0] + tabT[rec["st"], rec["ti"][:, None], 0].sum(axis=1)
+    group = np.where(f <= 0.0, 0, np.where(f <= _SERIES_MARGIN, 1, 2))
+    assert np.all(np.diff(group) >= 0) and len(set(group.tolist())) >= 2
+    rows = {(tuple(s), t, w) for s, t, w in zip(rec["st"].tolist(), rec["ti"].tolist(),
+                                               rec["w"].tolist())}
+    assert len(rows) == len(rec["w"])  # no leaf twice
+    # flattening a chunked record of these rows (dealt to chunks round-robin) gives them back
+    K = len(rec["w"])
+    cap = -(-K // 16)
+    st = np.zeros((16, cap, L - 1), dtype=np.uint8)
+    ti = np.zeros((16, cap), dtype=np.int32)
+    w = np.zeros((16, cap))
+    cnt = np.zeros((16, 1), dtype=np.int64)
+    for i in range(K):
+        c, r = i % 16, cnt[i % 16, 0]
+        st[c, r], ti[c, r], w[c, r] = rec["st"][i], rec["ti"][i], rec["w"][i]
+        cnt[c, 0] += 1
+    st2, ti2, w2 = _flatten_record(st, ti, w, cnt, tabT, sig)
+    assert {(tuple(s), t, x) for s, t, x in zip(st2.tolist(), ti2.tolist(), w2.tolist())} == rows
+    f2 = sig[ti2, 0] + tabT[st2, ti2[:, None], 0].sum(axis=1)
+    g2 = np.where(f2 <= 0.0, 0, np.where(f2 <= _SERIES_MARGIN, 1, 2))
+    assert np.all(np.diff(g2) >= 0)
+    order = [i for gg in (0, 1, 2) for c in range(16) for i in range(c, K, 16) if group[i] == gg]
+    assert np.array_equal(w2, rec["w"][order])  # chunk order within a group
+
+
+def test_small_enumerations_run_as_one_task_with_the_same_sums():
+    """Below ``_SPLIT_MIN`` multisets the enumeration is one task; the split one (forced)
+    gives the same columns up to the order of summation."""
+    from patchassoc.simulations.population import exact
+    L, C, q, p, nu = 3, 4, 0.46, 5, 0.03
+    k = (L - 1) * C
+    assert exact._split_depth(L - 1, C, k) == 0
+    one = _run(L, C, q, p, nu, 1.25, 3.3, 3.2, -0.9, k, False)[0]
+    split = exact._split_depth
+    try:
+        exact._split_depth = lambda M, C, k: 1
+        many = _run(L, C, q, p, nu, 1.25, 3.3, 3.2, -0.9, k, False)[0]
+    finally:
+        exact._split_depth = split
+    assert one[7] == many[7] == exact.count_configurations(L, C)
+    np.testing.assert_allclose(one[:7], many[:7], rtol=1e-14, atol=0.0)
+    assert exact._split_depth(7, 8, 31) == 2  # the paper's size stays split
