@@ -834,8 +834,8 @@ def _flatten_record(rec_st, rec_ti, rec_w, rec_n, tabT, sig):
     """The leaves a search recorded (chunk by chunk) in one array each, grouped by the branch
     their loss takes at the search's point (f <= 0, 0 < f <= ``_SERIES_MARGIN``, above; in
     record order within a group): a replay then meets long runs of the same branch, which
-    the processor predicts (about 10 % faster, measured). ``tabT``, ``sig``: the search's
-    tables (f summed in the search's order)."""
+    the processor predicts (5 to 10 % faster on one thread, in noisy measurements). ``tabT``,
+    ``sig``: the search's tables (f summed in the search's order)."""
     M = rec_st.shape[2]
     n = 0
     for c in range(rec_n.shape[0]):
