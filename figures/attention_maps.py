@@ -25,7 +25,7 @@ from matplotlib.colors import ListedColormap
 from patchassoc.theory.association import set_mate_share, topc_rows
 from patchassoc.theory.structure import Structure
 
-from .style import ATTENTION_CMAP, PALETTE, new_figure, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, PALETTE, new_figure, save_figure
 
 __all__ = ["plot", "plot_partition", "pick_snapshots", "save"]
 

@@ -1,6 +1,6 @@
 """Sampled-data trajectories against the exact population trajectory, as N grows.
 
-Reads a saved :class:`patchassoc.simulations.population.convergence.ConvergenceResult`. Left
+Reads a saved :class:`patchassoc.simulations.studies.sampled_convergence.ConvergenceResult`. Left
 panel, the paper's setting (noise orthogonal to w*, the config's d and sigma, diagonal fixed):
 the largest distance over the recorded steps, mean over seeds, against N on log-log axes, for
 the whole parameter (points: each seed) and its parts (alpha, ||v_perp||, the invariant part of
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure
 
 __all__ = ["plot", "save"]
 
@@ -64,7 +64,7 @@ def _panel(ax, Ns, dist, slopes, names, title, components):
 def plot(result, axes=None):
     """Distances vs N (log-log), paper setting and (if present) the sigma = 0 control;
     returns the axes."""
-    from patchassoc.simulations.population.convergence import (COMPONENTS, CONTROL_COMPONENTS,
+    from patchassoc.simulations.studies.sampled_convergence import (COMPONENTS, CONTROL_COMPONENTS,
                                                                CONTROL_D)
     has_control = result.control is not None
     if axes is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .style import ATTENTION_CMAP, new_figure, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, new_figure, save_figure
 
 __all__ = ["plot", "main"]
 
@@ -68,7 +68,7 @@ def plot(summary: dict, control, structured, axes=None):
 
 def main(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     """Load the pair saved by ``run_pair`` in ``folder`` and save gaussian_cnn.png/.pdf."""
-    from patchassoc.simulations.gaussian_cnn import load_pair
+    from patchassoc.simulations.studies.fig2_control import load_pair
     summary, control, structured = load_pair(folder)
     axes = plot(summary, control, structured)
     return save_figure(axes[0].figure, out if out is not None else folder, "gaussian_cnn")

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .attention_maps import pick_snapshots
-from .style import ATTENTION_CMAP, new_figure, save_figure
+from patchassoc.figures.attention_maps import pick_snapshots
+from patchassoc.figures.style import ATTENTION_CMAP, new_figure, save_figure
 
 __all__ = ["plot", "save", "default_queries"]
 

@@ -8,7 +8,7 @@ which carries y w*, is boxed; outside it the +-1 patches are the feature noise (
 probability q/2 per sign). Thin lines separate the sets.
 
 :func:`draw_point` draws the point from a seed (the sampler of
-:mod:`patchassoc.simulations.sampler`); :func:`plot` only draws what it is given.
+:mod:`patchassoc.simulations.engines.sampler`); :func:`plot` only draws what it is given.
 
 References
 ----------
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure
 
 __all__ = ["draw_point", "plot", "save", "GRID", "WINDOW"]
 
@@ -39,7 +39,7 @@ def draw_point(seed: int = 0, q: float | None = None, d: int = 64) -> dict:
     Returns a JSON-ready dict: ``s`` (36 coefficients, row-major), ``y``, ``lstar`` (the signal
     set), ``sets`` (9 x 4 patch indices), ``q``, ``seed``.
     """
-    from patchassoc.simulations.sampler import sample, streams, unit_vector
+    from patchassoc.simulations.engines.sampler import sample, streams, unit_vector
     from patchassoc.theory.structure import windows
     if q is None:
         q = min(1.0, math.log(d) / GRID ** 2)

@@ -9,7 +9,7 @@ first recorded step where cos(v, w*) >= 0.99, the first where Def. 2.2 holds in 
 paper's association) and the first where the attention is associated at eps = 0.25 (Def. 2.2
 and share_min >= 0.75, SPEC's level for sampled runs).
 
-Reads a saved :class:`patchassoc.simulations.train.TrainResult`; never recomputes.
+Reads a saved :class:`patchassoc.simulations.engines.sampled_descent.TrainResult`; never recomputes.
 
 References
 ----------
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .style import ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis
+from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis
 
 __all__ = ["plot", "save", "cosine", "first_step", "COS_LEVEL"]
 
@@ -48,8 +48,8 @@ def _associated_mask(t, D: int, eps: float) -> np.ndarray:
 
 
 def plot(result):
-    """Four panels from a :class:`~patchassoc.simulations.train.TrainResult`; returns the figure."""
-    from patchassoc.simulations.train import ASSOCIATION_EPS
+    """Four panels from a :class:`~patchassoc.simulations.engines.sampled_descent.TrainResult`; returns the figure."""
+    from patchassoc.simulations.engines.sampled_descent import ASSOCIATION_EPS
     t, S, cfg = result.trajectory, result.structure, result.config
     s = result.summary()
     fig, all_axes = new_figure(1, 6, figsize=(16, 3.6),

@@ -1,7 +1,7 @@
 """Exact population dynamics: attention maps rebuilt from (a, b, c), the dynamics curves, and
 the population error against the Bayes error.
 
-Reads a saved :class:`patchassoc.simulations.population.PopulationResult` (never recomputes): the maps are
+Reads a saved :class:`patchassoc.simulations.engines.population.PopulationResult` (never recomputes): the maps are
 A = Pd I + Qs (B - I) + R (J - B) rebuilt from the recorded (a, b, c) at log-spaced steps, drawn
 in the natural patch order and with the sets contiguous.
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from . import attention_maps
-from .style import COLORS, new_figure, plot_association, save_figure, step_axis
+from patchassoc.figures import attention_maps
+from patchassoc.figures.style import COLORS, new_figure, plot_association, save_figure, step_axis
 
 __all__ = ["plot", "plot_maps", "save", "shade_phases"]
 
@@ -57,7 +57,7 @@ def plot(result, axes=None):
     """Four panels: loss; error vs Bayes error; alpha and logit gaps; the association metrics
     (share, Def. 2.2) with the within-set mass drawn faintly. The phases are shaded on every
     panel. Returns the figure."""
-    from patchassoc.simulations.population.dynamics import ASSOCIATION_EPS
+    from patchassoc.simulations.engines.population.trajectory import ASSOCIATION_EPS
     t = result.trajectory
     cfg = result.config
     s = result.summary()

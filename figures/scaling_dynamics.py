@@ -14,7 +14,7 @@ from pathlib import Path
 
 from matplotlib.ticker import NullLocator, ScalarFormatter
 
-from .style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure
 
 __all__ = ["plot", "save"]
 

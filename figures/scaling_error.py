@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure
 
 __all__ = ["plot", "save"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from matplotlib.ticker import NullLocator
 
-from .style import PALETTE, new_figure, save_figure
+from patchassoc.figures.style import PALETTE, new_figure, save_figure
 
 __all__ = ["plot", "save"]
 

@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from patchassoc.simulations.results import atomic_write_bytes  # noqa: E402
+from patchassoc.simulations.runtime.results import atomic_write_bytes  # noqa: E402
 
 __all__ = ["PALETTE", "COLORS", "apply", "save_figure", "new_figure", "ATTENTION_CMAP", "plt",
            "step_axis"]

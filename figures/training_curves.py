@@ -14,15 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.simulations.train import ASSOCIATION_EPS
+from patchassoc.simulations.engines.sampled_descent import ASSOCIATION_EPS
 
-from .style import COLORS, new_figure, plot_association, save_figure, step_axis
+from patchassoc.figures.style import COLORS, new_figure, plot_association, save_figure, step_axis
 
 __all__ = ["plot", "save"]
 
 
 def plot(result, axes=None):
-    """Three panels from a :class:`patchassoc.simulations.train.TrainResult`; returns the figure."""
+    """Three panels from a :class:`patchassoc.simulations.engines.sampled_descent.TrainResult`; returns the figure."""
     t = result.trajectory
     cfg = result.config
     if axes is None:

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from patchassoc.simulations.results import read_json
+from patchassoc.simulations.runtime.results import read_json
 
-from .style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure
 
 __all__ = ["plot", "plot_ratio", "plot_curves", "save", "main", "LABELS", "NAME"]
 

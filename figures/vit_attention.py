@@ -6,7 +6,7 @@ attention for the same queries, averaged over the heads and over the test images
 patches were permuted (the control), the maps are drawn back at the patches' true grid
 positions, so a model that learned spatial structure still shows local blobs.
 
-Reads a saved :class:`~patchassoc.simulations.vit.result.ViTResult`; never recomputes.
+Reads a saved :class:`~patchassoc.simulations.engines.vit.comparison.ViTResult`; never recomputes.
 
 References
 ----------
@@ -20,9 +20,9 @@ from typing import Sequence
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from patchassoc.simulations.vit.result import REFERENCE, ViTResult
+from patchassoc.simulations.engines.vit.comparison import REFERENCE, ViTResult
 
-from .style import ATTENTION_CMAP, COLORS, new_figure, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure
 
 __all__ = ["plot", "save", "default_queries", "query_maps", "NAME"]
 

@@ -11,7 +11,7 @@ true position). Each panel's title gives the locality z-score of its map family 
 section 6, claim 6): positive means each patch's top-k patches are closer than under a random
 relabelling of the grid.
 
-Reads a saved :class:`~patchassoc.simulations.vit.result.ShuffleResult`; never recomputes.
+Reads a saved :class:`~patchassoc.simulations.engines.vit.comparison.ShuffleResult`; never recomputes.
 
 References
 ----------
@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from patchassoc.simulations.vit.result import ShuffleResult
-from patchassoc.simulations.vit.stats import locality_z, undo_permutation
+from patchassoc.simulations.engines.vit.comparison import ShuffleResult
+from patchassoc.simulations.engines.vit.stats import locality_z, undo_permutation
 
-from .style import ATTENTION_CMAP, COLORS, apply, plt, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, COLORS, apply, plt, save_figure
 
 __all__ = ["plot", "save", "NAME", "panel_maps", "default_query"]
 

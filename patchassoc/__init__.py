@@ -36,8 +36,8 @@ import numbers
 from pathlib import Path
 from typing import Any, Iterable
 
-from .theory.config import PRESETS, Config
-from .theory.config import preset as _preset
+from patchassoc.theory.config import PRESETS, Config
+from patchassoc.theory.config import preset as _preset
 
 __version__ = "0.1.0"
 
@@ -84,7 +84,7 @@ def _structure(structure: Any, config: Config):
     """None, or a Structure / (L, C) integer array matching the config's L and C."""
     if structure is None:
         return None
-    from .theory.association import as_structure
+    from patchassoc.theory.association import as_structure
     S = as_structure(structure)
     if (S.L, S.C) != (config.L, config.C):
         raise ValueError(f"structure has L={S.L}, C={S.C}; the config has L={config.L}, "
@@ -183,8 +183,8 @@ def sample(config: Config | str = "ref", n: int | None = None, seed: int = 0, *,
     n = config.n_train if n is None else _int("n", n, 1)
     seed = _int("seed", seed, 0)
     given = _structure(structure, config)
-    from .simulations.sampler import check_sample_size, draw, draw_target, streams
-    from .theory.structure import build_structure
+    from patchassoc.simulations.engines.sampler import check_sample_size, draw, draw_target, streams
+    from patchassoc.theory.structure import build_structure
     check_sample_size(n, config.D, config.d)
     rng = streams(seed)
     S = build_structure(config, rng["structure"]) if given is None else given
@@ -228,7 +228,7 @@ def train(config: Config | str = "ref", seed: int = 0, *, structure=None,
 
     See Also
     --------
-    patchassoc.simulations.train.gradient_descent : the engine, on samples you provide.
+    patchassoc.simulations.engines.sampled_descent.gradient_descent : the engine, on samples you provide.
 
     References
     ----------
@@ -238,7 +238,7 @@ def train(config: Config | str = "ref", seed: int = 0, *, structure=None,
     seed = _int("seed", seed, 0)
     given = _structure(structure, config)
     progress = _flag("progress", progress)
-    from .simulations.train import train as _train
+    from patchassoc.simulations.engines.sampled_descent import train as _train
     return _train(config, seed, progress=progress, structure=given)
 
 
@@ -266,7 +266,7 @@ def population_eval(alpha: float, a: float, b: float, c: float,
         of every returned quantity is <= tol.
     max_configurations : int, optional
         Refuse (ValueError with the estimated cost) beyond this many multisets; default
-        :data:`patchassoc.simulations.population.exact.MAX_CONFIGURATIONS`.
+        :data:`patchassoc.simulations.engines.population.exact.MAX_CONFIGURATIONS`.
 
     Returns
     -------
@@ -284,7 +284,7 @@ def population_eval(alpha: float, a: float, b: float, c: float,
 
     See Also
     --------
-    patchassoc.simulations.population.exact.evaluate_gram : the same for Q = P P^T.
+    patchassoc.simulations.engines.population.exact.evaluate_gram : the same for Q = P P^T.
 
     References
     ----------
@@ -300,7 +300,7 @@ def population_eval(alpha: float, a: float, b: float, c: float,
     alpha, a, b, c = (_real(k, v) for k, v in (("alpha", alpha), ("a", a), ("b", b), ("c", c)))
     config = _config(config)
     tol = _tol(tol)
-    from .simulations.population.exact import MAX_CONFIGURATIONS, evaluate
+    from patchassoc.simulations.engines.population.exact import MAX_CONFIGURATIONS, evaluate
     limit = MAX_CONFIGURATIONS if max_configurations is None else \
         _int("max_configurations", max_configurations, 1)
     return evaluate(config.L, config.C, config.q, config.p, config.nu, alpha, a, b, c,
@@ -345,7 +345,7 @@ def population_descent(config: Config | str = "ref", seed: int = 0, *,
 
     See Also
     --------
-    patchassoc.simulations.population.dynamics.population_descent : from any (alpha0, a, b, c).
+    patchassoc.simulations.engines.population.trajectory.population_descent : from any (alpha0, a, b, c).
 
     References
     ----------
@@ -357,7 +357,7 @@ def population_descent(config: Config | str = "ref", seed: int = 0, *,
     records = None if records is None else _int("records", records, 1)
     tol = _tol(tol)
     progress = _flag("progress", progress)
-    from .simulations.population.dynamics import run_population
+    from patchassoc.simulations.engines.population.trajectory import run_population
     return run_population(config, seed, steps=steps, records=records, tol=tol,
                           progress=progress)
 
@@ -394,7 +394,7 @@ def bayes_error(config: Config | str = "ref") -> float:
     True
     """
     config = _config(config)
-    from .simulations.population.exact import bayes_error as _bayes_error
+    from patchassoc.simulations.engines.population.exact import bayes_error as _bayes_error
     return _bayes_error(config.L, config.C, config.q)
 
 
@@ -446,7 +446,7 @@ def association(M, structure, kind: str = "logits", eps: float = 0.1):
     >>> patchassoc.association(5.0 * np.eye(4), sets).topc_rows
     0
     """
-    from .theory.association import associate
+    from patchassoc.theory.association import associate
     return associate(M, structure, kind=kind, eps=eps)
 
 
@@ -491,7 +491,7 @@ def prove_lemmas(names: str | Iterable[str] | None = None) -> list:
         bad = [x for x in selection if not isinstance(x, str)]
         if bad:
             raise ValueError(f"lemma names must be strings, got {bad[0]!r}")
-    from .theory.lemmas import prove_all
+    from patchassoc.theory.lemmas import prove_all
     return prove_all(selection)
 
 
@@ -547,5 +547,5 @@ def check(from_dir: str | Path | None = None, *, config: Config | str = "ref", s
         if not from_dir.is_dir():
             raise ValueError(f"from_dir {str(from_dir)!r} is not a folder (run `patchassoc "
                              f"reproduce` to make one)")
-    from .simulations.commands.check import check as _check
+    from patchassoc.cli.main_check import check as _check
     return _check(config, seed, from_dir, train=train, strict=strict, progress=progress)

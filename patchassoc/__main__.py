@@ -1,6 +1,6 @@
 """``python -m patchassoc`` is the ``patchassoc`` command."""
 import sys
 
-from .simulations.cli import main
+from patchassoc.cli.main import main
 
 sys.exit(main())

@@ -94,7 +94,7 @@ def naive_population(Q, structure, q, p, nu, alpha, tie_rtol):
 
 def unpatched_uniform_gradient(ev, level: float, L: int, C: int) -> np.ndarray:
     """The engine's gradient in (a, b, c) at a = b = c = ``level`` without the special case of
-    :func:`~patchassoc.simulations.population.exact.evaluate` (which returns exactly 0 there):
+    :func:`~patchassoc.simulations.engines.population.exact.evaluate` (which returns exactly 0 there):
     the chain rule applied to its raw derivatives (gP, gQ, gR) = ``ev.grad_values``."""
     return np.array(chain_to_logits(*ev.grad_values, level, level, level, L, C))
 

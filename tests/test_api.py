@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import patchassoc
-from patchassoc.simulations import kernels
-from patchassoc.simulations.population.exact import evaluate
+from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.simulations.engines.population.exact import evaluate
 from patchassoc.theory.structure import Structure
 
 #: One softmax and one ratio of 4-entry sums: a few ulps of the result (all terms positive).

@@ -136,7 +136,7 @@ def test_wheel_holds_every_module_under_patchassoc_only(wheels):
     assert not missing, f"not in the wheel (add the subpackage to setup.cfg): {sorted(missing)}"
     entry = zipfile.ZipFile(wheels["patchassoc"]).read(
         next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "patchassoc = patchassoc.simulations.cli:main" in entry
+    assert "patchassoc = patchassoc.cli.main:main" in entry
 
 
 def test_regular_install_has_no_generic_top_level_names(wheels, tmp_path):

@@ -4,8 +4,8 @@ real error (here 1e-9 of the gradient, far above rounding) fails the checks that
 import numpy as np
 import pytest
 
-from patchassoc.simulations import kernels
-from patchassoc.simulations.sampler import sample, unit_vector
+from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.simulations.engines.sampler import sample, unit_vector
 from patchassoc.theory.structure import random_partition
 
 from tests.scales import scales, within

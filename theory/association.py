@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .structure import Structure, within_set_mass
+from patchassoc.theory.structure import Structure, within_set_mass
 
 __all__ = ["Association", "KINDS", "TIE_RTOL", "ROW_SUM_ATOL", "GRAM_SYMMETRY_RTOL",
            "as_structure", "topc_rows", "topc_disjoint_rows", "set_mate_share", "associate",
@@ -408,7 +408,7 @@ def control_matrix(name: str, structure) -> tuple[np.ndarray, str]:
       partition S' that cuts across S (:func:`patchassoc.theory.solutions.wrong_partition`);
     - ``block-uniform``: logits 50 B, the positive reference (associated).
     """
-    from .solutions import wrong_partition
+    from patchassoc.theory.solutions import wrong_partition
     S = as_structure(structure)
     D = S.D
     if name == "identity-heavy":

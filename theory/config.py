@@ -68,7 +68,7 @@ class Config:
     data : {"structured", "gaussian-cnn"}
         The distribution D(w*, S, q, sigma) of SPEC section 1, or the paper's Fig. 2 negative
         control: i.i.d. N(0, sigma^2 I_d) patches labelled by a cubic CNN over the windows
-        (needs ``structure="windows"``; see :mod:`patchassoc.simulations.sampler`).
+        (needs ``structure="windows"``; see :mod:`patchassoc.simulations.engines.sampler`).
     omega : float
         Standard deviation of the initial v0 ~ N(0, omega^2 I_d).
     kappa : float or None

@@ -50,7 +50,7 @@ import math
 
 import numpy as np
 
-from .structure import Structure
+from patchassoc.theory.structure import Structure
 
 __all__ = ["attention_values", "invariant_logits", "invariant_attention", "project_invariant",
            "row_sum", "within_mass", "chain_to_logits", "entry_counts", "gram_to_logits",

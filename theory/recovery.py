@@ -17,7 +17,7 @@ import numpy as np
 from scipy.cluster.vq import kmeans2
 from scipy.sparse.csgraph import connected_components
 
-from .structure import Structure, adjusted_rand_index
+from patchassoc.theory.structure import Structure, adjusted_rand_index
 
 __all__ = ["recover_top_c", "recover_spectral", "recovery_report"]
 

@@ -69,8 +69,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import softmax_rows
-from .structure import Structure
+from patchassoc.theory.model import softmax_rows
+from patchassoc.theory.structure import Structure
 
 __all__ = ["CONSTRUCTIONS", "INVARIANT", "LABELS", "EPS", "GENERALIZATION_FACTOR",
            "GENERALIZATION_SLACK", "Solution", "pattern", "construct", "wrong_partition",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import Config
+from patchassoc.theory.config import Config
 
 __all__ = ["Structure", "random_partition", "blocks", "windows", "build_structure",
            "within_set_mass", "adjusted_rand_index"]

@@ -1,5 +1,5 @@
 """Property suite, population engines: the lemmas of SPEC section 4 checked numerically on the
-exact population engine (:mod:`patchassoc.simulations.population`) over random structures, sizes and
+exact population engine (:mod:`patchassoc.simulations.engines.population`) over random structures, sizes and
 parameters (hypothesis, >= 200 examples each; tiny sizes so the module runs in seconds).
 
 - exact engine vs brute force: the symmetry-reduced risk, error and gradient equal the oracle's
@@ -35,10 +35,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patchassoc.simulations import kernels
-from patchassoc.simulations.population import bruteforce_risk, evaluate, population_descent
-from patchassoc.simulations.population.exact import TIE_RTOL
-from patchassoc.simulations.sampler import sample, unit_vector
+from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.simulations.engines.population import bruteforce_risk, evaluate, population_descent
+from patchassoc.simulations.engines.population.exact import TIE_RTOL
+from patchassoc.simulations.engines.sampler import sample, unit_vector
 from patchassoc.theory import model
 from patchassoc.theory.invariant import (entry_counts, invariant_attention, invariant_logits,
                                          project_invariant)

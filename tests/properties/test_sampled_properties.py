@@ -18,8 +18,8 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from patchassoc.simulations import kernels
-from patchassoc.simulations.sampler import sample, unit_vector
+from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.simulations.engines.sampler import sample, unit_vector
 from patchassoc.theory import model
 from patchassoc.theory.structure import random_partition
 

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from patchassoc.simulations import claim_grid as cg
-from patchassoc.simulations import claim_seeds as cs
+from patchassoc.simulations.studies import claim1_grid as cg
+from patchassoc.simulations.studies import claim2_seeds as cs
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.invariant import invariant_logits
 from patchassoc.theory.structure import random_partition
@@ -106,7 +106,7 @@ def test_one_seed_record_is_scored_with_the_paper_metrics(tmp_path):
 
 
 def test_grid_and_seeds_commands(tmp_path, capsys):
-    from patchassoc.simulations.cli import main
+    from patchassoc.cli.main import main
     argv = ["grid", "--ds", "64", "--max-D", "4", "--max-steps", "100", "--out",
             str(tmp_path / "g"), "--quiet"]
     assert main(argv + ["--json"]) == 0

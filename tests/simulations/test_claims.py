@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from patchassoc.simulations import claims as cl
-from patchassoc.simulations.cli import main
-from patchassoc.simulations.results import write_json
+from patchassoc.simulations.studies import claims as cl
+from patchassoc.cli.main import main
+from patchassoc.simulations.runtime.results import write_json
 from patchassoc.theory.invariant import invariant_logits
 from patchassoc.theory.solutions import pattern
 from patchassoc.theory.structure import random_partition
@@ -29,7 +29,7 @@ def _pop(rows=16, error=0.00135, bayes=0.00135, bound=0.0):
 
 
 def _grid(regime_pass=(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), ref_pass=True, quick=False):
-    from patchassoc.simulations.claim_grid import grid_summary
+    from patchassoc.simulations.studies.claim1_grid import grid_summary
     recs = [{"L": 3 + k, "C": 2, "d": 1024, "in_regime": True, "passed": bool(p), "steps": 50,
              "share": 0.8} for k, p in enumerate(regime_pass)]
     recs.append({"L": 4, "C": 4, "d": 256, "in_regime": True, "passed": ref_pass, "steps": 150,
@@ -88,7 +88,7 @@ def test_invariant_fraction():
 
 
 def _seeds(passes=(True,) * 10, control_associates=False, quick=False):
-    from patchassoc.simulations.claim_seeds import seeds_summary
+    from patchassoc.simulations.studies.claim2_seeds import seeds_summary
     recs = [{"seed": k, "passed": p, "share_min": 0.8 if p else 0.7, "topc_rows": 16,
              "test_error": 0.002, "bayes_error": 0.00135, "error_threshold": 0.0037,
              "invariance": {"fraction": 0.9, "z": 40.0}} for k, p in enumerate(passes)]
@@ -101,7 +101,7 @@ def _seeds(passes=(True,) * 10, control_associates=False, quick=False):
 
 
 def test_claim2_wilson_rule_and_controls():
-    from patchassoc.simulations.claim_seeds import wilson_interval
+    from patchassoc.simulations.studies.claim2_seeds import wilson_interval
     S = _S()
     ok = cl.claim2(_seeds(), {"slope": -0.48, "slope_ci": [-0.6, -0.4]}, S)
     assert ok["status"] == "pass" and "slope -0.480" in ok["measured"]
@@ -157,7 +157,7 @@ def test_claim4_and_missing_helpers():
 
 
 def test_claim6_uses_the_vit_module_and_fails_on_a_large_gap():
-    pytest.importorskip("patchassoc.simulations.commands.vit")
+    pytest.importorskip("patchassoc.cli.main_vit")
     gap = {"mean": -0.08, "ci_low": -0.1, "ci_high": -0.06, "n": 3}
     summary = {"data": "digits", "gap_positional": gap, "seeds": [0, 1, 2, 3, 4],
                "positional": {"accuracy": {"mean": 0.88}},
@@ -184,7 +184,7 @@ def _step(folder, summary):
 
 
 def _reproduction(root, quick=False):
-    from patchassoc.simulations.results import write_arrays
+    from patchassoc.simulations.runtime.results import write_arrays
     (root / "train").mkdir(parents=True)
     write_arrays(root / "train" / "arrays.npz", {"sets": _S().sets})  # the reference sets
     write_json(root / "grid" / "grid.json", _grid(quick=quick))
@@ -235,7 +235,7 @@ def test_check_from_a_quick_reproduction_is_a_preview(tmp_path):
 
 
 def test_check_reproduce_step_reads_siblings(tmp_path):
-    from patchassoc.simulations.commands.check import reproduce_step
+    from patchassoc.cli.main_check import reproduce_step
     from patchassoc.theory.config import preset
     root = tmp_path / "repro"
     _reproduction(root)

@@ -1,6 +1,6 @@
 """Claims 5 and 6 come from their commands' helpers; a helper's 'preview' (a run smaller than the
 declared study) must never be shown as a pass or a fail."""
-from patchassoc.simulations import claims
+from patchassoc.simulations.studies import claims
 
 
 def _out(**kw):

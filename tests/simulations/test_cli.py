@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from patchassoc.simulations.cli import main
+from patchassoc.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,8 @@ import pytest
 from patchassoc.theory.association import associate
 from patchassoc.theory.config import preset
 from patchassoc.theory.structure import windows
-from patchassoc.simulations.gaussian_cnn import control_config, score, train_data_option
-from patchassoc.simulations.sampler import (cnn_filter, cnn_target, draw, draw_target,
+from patchassoc.simulations.studies.fig2_control import control_config, score, train_data_option
+from patchassoc.simulations.engines.sampler import (cnn_filter, cnn_target, draw, draw_target,
                                             gaussian_cnn_sample, unit_vector)
 
 

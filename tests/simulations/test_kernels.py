@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from patchassoc.simulations import kernels, step_bench
-from patchassoc.simulations.sampler import sample, streams, unit_vector
+from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.benchmarks import step_bench
+from patchassoc.simulations.engines.sampler import sample, streams, unit_vector
 from patchassoc.theory import model
 from patchassoc.theory.structure import random_partition
 

@@ -43,7 +43,7 @@ def _fake(steps, cos, test_error, topc, share_min, D=10):
 
 
 def test_picture_reads_cos_plateau_and_drop():
-    from patchassoc.simulations.commands.paper_figures import picture
+    from patchassoc.cli.main_paper_figures import picture
     steps = [0, 1, 10, 30, 100, 300, 1000]
     r = _fake(steps, [0.1, 0.5, 0.995, 0.999, 0.999, 0.99, 0.98],
               [0.5, 0.1, 0.07, 0.068, 0.072, 0.03, 0.02],
@@ -72,11 +72,11 @@ def test_picture_reads_cos_plateau_and_drop():
 
 
 def test_paper_figures_step_end_to_end_small(tmp_path, monkeypatch):
-    from patchassoc.simulations.commands import paper_figures as pf
+    from patchassoc.cli import main_paper_figures as pf
     small = preset("paper-fig4", steps=40, n_train=300, n_test=300, records=8)
     monkeypatch.setattr(pf, "preset", lambda name: small)
     # the generic training figures are exercised by the train command's tests
-    from patchassoc.simulations.commands import train as train_cmd
+    from patchassoc.cli import main_train as train_cmd
     monkeypatch.setattr(train_cmd, "write_figures", lambda result, folder: [])
     s = pf.reproduce_step(tmp_path, small, 0, True, False)
     assert s["steps"] == 40 and s["diagonal"] == "fixed"

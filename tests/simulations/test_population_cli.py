@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from patchassoc.simulations.cli import main
-from patchassoc.simulations.population import evaluate
-from patchassoc.simulations.population.convergence import (COMPONENTS, ConvergenceResult,
+from patchassoc.cli.main import main
+from patchassoc.simulations.engines.population import evaluate
+from patchassoc.simulations.studies.sampled_convergence import (COMPONENTS, ConvergenceResult,
                                                            distances, fit_slopes,
                                                            run_convergence)
-from patchassoc.simulations.population.dynamics import PopulationResult
+from patchassoc.simulations.engines.population.trajectory import PopulationResult
 from patchassoc.theory.config import preset
 from patchassoc.theory.invariant import invariant_logits
 from patchassoc.theory.structure import random_partition
@@ -75,7 +75,7 @@ def test_population_convergence_sample_sizes_are_checked(capsys, ns):
 
 
 def test_convergence_reading_is_decided_by_the_interval():
-    from patchassoc.simulations.report import _convergence_reading, _slope_phrase
+    from patchassoc.cli.report import _convergence_reading, _slope_phrase
     assert "consistent with N^(-1/2)" in _slope_phrase({"slope": -0.4, "ci_low": -0.6,
                                                         "ci_high": -0.3})
     assert "slower than N^(-1/2)" in _slope_phrase({"slope": -0.06, "ci_low": -0.09,

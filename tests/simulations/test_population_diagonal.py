@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patchassoc.simulations.population import bruteforce_risk, population_descent
-from patchassoc.simulations.population.dynamics import run_population
+from patchassoc.simulations.engines.population import bruteforce_risk, population_descent
+from patchassoc.simulations.engines.population.trajectory import run_population
 from patchassoc.theory import model
 from patchassoc.theory.config import preset
 from patchassoc.theory.invariant import entry_counts, invariant_logits, project_invariant
@@ -91,7 +91,7 @@ def test_population_records_the_closed_form_association():
 
 
 def test_phases_on_a_hand_made_trajectory():
-    from patchassoc.simulations.population.dynamics import phases
+    from patchassoc.simulations.engines.population.trajectory import phases
     alpha = np.array([0.0, 0.1, 0.3, 0.6, 0.9, 1.0, 1.0, 1.0])
     share = np.array([0.2, 0.2, 0.2, 0.21, 0.3, 0.65, 0.9, 1.0])
     Pd = np.array([0.5, 0.5, 0.49, 0.48, 0.4, 0.3, 0.2, 0.1])

@@ -3,11 +3,11 @@ uniform fixed point, the shared initial point, and saving/loading."""
 import numpy as np
 import pytest
 
-from patchassoc.simulations.population import (PopulationResult, bruteforce_risk, evaluate,
+from patchassoc.simulations.engines.population import (PopulationResult, bruteforce_risk, evaluate,
                                                initial_point, population_descent,
                                                run_population)
-from patchassoc.simulations.sampler import streams, unit_vector
-from patchassoc.simulations.train import initial_parameters
+from patchassoc.simulations.engines.sampler import streams, unit_vector
+from patchassoc.simulations.engines.sampled_descent import initial_parameters
 from patchassoc.theory.config import preset
 from patchassoc.theory.invariant import (entry_counts, gram_to_logits, invariant_logits,
                                          project_invariant, row_sum)

@@ -17,8 +17,8 @@ import math
 import numpy as np
 import pytest
 
-from patchassoc.simulations.population import evaluate
-from patchassoc.simulations.population.exact import (Evaluator, _coefficients, _replay_bounds,
+from patchassoc.simulations.engines.population import evaluate
+from patchassoc.simulations.engines.population.exact import (Evaluator, _coefficients, _replay_bounds,
                                                      _replay_parallel, _replay_serial,
                                                      _row_top, _run, _total_major, plan)
 from patchassoc.theory.invariant import attention_values, invariant_logits
@@ -151,7 +151,7 @@ def test_evaluator_is_deterministic_and_thread_free():
 def test_evaluator_gram_form_and_bad_input():
     ev = Evaluator(*PROBLEM, tol=1e-8, prune=True, param="gram")
     x = (1.2, 0.4, -0.1)
-    from patchassoc.simulations.population.exact import evaluate_gram
+    from patchassoc.simulations.engines.population.exact import evaluate_gram
     one = evaluate_gram(*PROBLEM, 1.1, *x, tol=1e-8, prune=True)
     assert _numbers(ev(1.1, *x)) == _numbers(one)   # the first call: the a-priori threshold
     with pytest.raises(ValueError, match="param"):
@@ -169,7 +169,7 @@ def test_power_of_two_bound_of_exp():
     """The leaf screening's e^-f <= 2^-floor(f log2 e) for f >= 0, read from its table: on a
     grid, at the points where f log2 e crosses an integer (where a floor taken one too high
     would break it), and past the smallest double (the last entry, never 0)."""
-    from patchassoc.simulations.population.exact import _LOG2E, _POW2
+    from patchassoc.simulations.engines.population.exact import _LOG2E, _POW2
     crossings = np.arange(0, 1100) * math.log(2.0)
     f = np.concatenate([np.linspace(0.0, 800.0, 200_001), crossings,
                         np.nextafter(crossings, -np.inf).clip(0.0),
@@ -185,7 +185,7 @@ def test_last_table_is_the_grouped_sum_over_the_last_state():
     S (the exact sum of the level above the leaves), against a log-sum-exp over the states;
     F_B is the lower envelope of F over two points (the tables of a search with a point
     ahead), checked against the two points' own tables."""
-    from patchassoc.simulations.population.exact import (_envelope_tables, _last_table,
+    from patchassoc.simulations.engines.population.exact import (_envelope_tables, _last_table,
                                                          _states, _tables)
     L, C, q, p, nu = PROBLEM
     npos, nneg, n_of, S_of, pi = _states(C, q)
@@ -289,7 +289,7 @@ def test_drop_bound_covers_every_configuration_within_k():
     multisets, f from the tables), and not more than the bound without the budget (M times
     the worst state)."""
     import itertools
-    from patchassoc.simulations.population.exact import _states
+    from patchassoc.simulations.engines.population.exact import _states
     L, C, q, p, nu = PROBLEM
     M = L - 1
     x1 = (0.99 * TRAINED[0], TRAINED[1], TRAINED[2] + 0.05, TRAINED[3] - 0.02)
@@ -316,7 +316,7 @@ def test_flat_record_keeps_every_leaf_grouped_by_the_branch_of_its_loss():
     """The replays' record holds the search's leaves once each (the same rows as the chunks,
     in chunk order within a group), grouped by the branch of the loss at the search's point:
     f <= 0, then 0 < f <= 15, then f > 15."""
-    from patchassoc.simulations.population.exact import (_SERIES_MARGIN, _envelope_tables,
+    from patchassoc.simulations.engines.population.exact import (_SERIES_MARGIN, _envelope_tables,
                                                          _flatten_record, _states)
     rec, total, _ = _search(TRAINED, lambda pl: pl.theta)
     L, C, q, p, nu = PROBLEM
@@ -355,7 +355,7 @@ def test_flat_record_keeps_every_leaf_grouped_by_the_branch_of_its_loss():
 def test_small_enumerations_run_as_one_task_with_the_same_sums():
     """Below ``_SPLIT_MIN`` multisets the enumeration is one task; the split one (forced)
     gives the same columns up to the order of summation."""
-    from patchassoc.simulations.population import exact
+    from patchassoc.simulations.engines.population import exact
     L, C, q, p, nu = 3, 4, 0.46, 5, 0.03
     k = (L - 1) * C
     assert exact._split_depth(L - 1, C, k) == 0

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from patchassoc.simulations.population import bruteforce
-from patchassoc.simulations.population.bruteforce import (activation, bruteforce_risk,
+from patchassoc.simulations.engines.population import bruteforce
+from patchassoc.simulations.engines.population.bruteforce import (activation, bruteforce_risk,
                                                           grad_logits, logistic, softmax)
 from patchassoc.theory.structure import random_partition
 
@@ -74,8 +74,8 @@ def test_oracle_primitives_match_closed_forms():
 _BREAK_SCRIPT = r"""
 import json, math
 import numpy as np
-from patchassoc.simulations.population import exact
-from patchassoc.simulations.population.bruteforce import bruteforce_risk
+from patchassoc.simulations.engines.population import exact
+from patchassoc.simulations.engines.population.bruteforce import bruteforce_risk
 from patchassoc.theory.invariant import invariant_logits
 from patchassoc.theory.structure import random_partition
 
@@ -132,5 +132,5 @@ def test_oracle_sums_of_absolute_terms_bound_the_gradient():
 @pytest.mark.parametrize("name", ["TIE_RTOL"])
 def test_oracle_states_the_engines_tie_convention(name):
     """Same convention (SPEC section 5), two independent definitions."""
-    from patchassoc.simulations.population import exact
+    from patchassoc.simulations.engines.population import exact
     assert getattr(bruteforce, name) == getattr(exact, name)

@@ -14,8 +14,8 @@ import numba
 import numpy as np
 import pytest
 
-from patchassoc.simulations.population import count_configurations, evaluate
-from patchassoc.simulations.population.exact import _enumerate_parallel, evaluate_gram, plan
+from patchassoc.simulations.engines.population import count_configurations, evaluate
+from patchassoc.simulations.engines.population.exact import _enumerate_parallel, evaluate_gram, plan
 
 from tests.reference_population import PROBABILITY_ABS
 from tests.tolerances import GRAD_ROUNDING_REL

@@ -2,8 +2,8 @@
 re-run; the report embeds the figures and is written from the saved summaries."""
 import json
 
-from patchassoc.simulations.cli import main
-from patchassoc.simulations.commands import reproduce
+from patchassoc.cli.main import main
+from patchassoc.cli import main_reproduce as reproduce
 
 
 def test_reproduce_skips_finished_steps_and_reports_failures(tmp_path, monkeypatch, capsys):

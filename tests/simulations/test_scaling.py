@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from patchassoc.simulations import scaling as sc
-from patchassoc.simulations.cli import main
-from patchassoc.simulations.commands import scaling as cmd
+from patchassoc.simulations.studies import claim7_scaling as sc
+from patchassoc.cli.main import main
+from patchassoc.cli import main_scaling as cmd
 from tests.simulations.test_scaling_tolerances import BAYES_REL, FIT_SLOPE_EXACT_ABS
 
 

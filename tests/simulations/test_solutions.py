@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from patchassoc.simulations.cli import main
-from patchassoc.simulations.population.exact import TIE_RTOL, bayes_error, evaluate
-from patchassoc.simulations.population.bruteforce import bruteforce_risk
-from patchassoc.simulations.solutions import (SolutionsResult, measure, monte_carlo, solutions_table)
+from patchassoc.cli.main import main
+from patchassoc.simulations.engines.population.exact import TIE_RTOL, bayes_error, evaluate
+from patchassoc.simulations.engines.population.bruteforce import bruteforce_risk
+from patchassoc.simulations.studies.claim3_solutions import (SolutionsResult, measure, monte_carlo, solutions_table)
 from patchassoc.theory import solutions as th
 from patchassoc.theory.config import preset
 from patchassoc.theory.structure import random_partition
@@ -139,7 +139,7 @@ def test_truncated_enumeration_gives_a_certified_interval():
 @pytest.fixture(scope="module")
 def tiny_table():
     cfg = preset("tiny", steps=60, n_train=400, n_test=400)
-    from patchassoc.simulations.train import train
+    from patchassoc.simulations.engines.sampled_descent import train
     tr = train(cfg, 0)
     res, pop = solutions_table(cfg, 0, lambdas=(0.0, 2.0, 16.0), gd_steps=400, train_result=tr)
     return cfg, tr, res, pop
@@ -210,7 +210,7 @@ def test_table_saves_and_loads(tiny_table, tmp_path):
 
 
 def test_figure_draws_every_construction(tiny_table, tmp_path):
-    from patchassoc.figures import solutions as fig
+    from patchassoc.figures import solutions_lambda as fig
     _, _, res, _ = tiny_table
     f = fig.plot(res)
     labels = [ln.get_label() for ln in f.axes[1].get_lines()]
@@ -248,8 +248,8 @@ def test_solutions_command_json_and_render(capsys, tmp_path):
 def test_monte_carlo_with_projection_noise_matches_sampled_images():
     """The Monte Carlo of the whole (v, Q) (<v, xi_j> drawn as N(0, sigma^2 |v|^2)) against
     the model run on images drawn by the sampler: the two 95 % intervals must overlap."""
-    from patchassoc.simulations import kernels
-    from patchassoc.simulations.sampler import sample, unit_vector
+    from patchassoc.simulations.engines import sampled_kernels as kernels
+    from patchassoc.simulations.engines.sampler import sample, unit_vector
     L, C, q, p, nu, d, sigma = 2, 3, 0.4, 3, 0.0, 12, 0.6
     S = _S(L, C, 3)
     rng = np.random.default_rng(8)

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from patchassoc.simulations import kernels
-from patchassoc.simulations.train import gradient_descent
-from patchassoc.simulations.sampler import sample, unit_vector
-from patchassoc.simulations.transfer import tasks
+from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.simulations.engines.sampled_descent import gradient_descent
+from patchassoc.simulations.engines.sampler import sample, unit_vector
+from patchassoc.simulations.studies.claim5_transfer import tasks
 from patchassoc.theory.model import act, gram_grad, zero_one
 from patchassoc.theory.structure import random_partition
 

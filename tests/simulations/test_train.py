@@ -3,7 +3,7 @@ phenomenon itself on a short reference run."""
 import numpy as np
 import pytest
 
-from patchassoc.simulations.train import TrainResult, record_steps, train
+from patchassoc.simulations.engines.sampled_descent import TrainResult, record_steps, train
 from patchassoc.theory.config import preset
 
 from tests.tolerances import ROW_SUM_DRIFT_REL
@@ -70,7 +70,7 @@ def test_short_reference_run_shows_patch_association():
 
 # -- fixed diagonal (the paper's Simplification 3.1) -------------------------------------------
 def _one_step_problem(seed=3, L=2, C=3, d=8, n=200):
-    from patchassoc.simulations.sampler import sample, unit_vector
+    from patchassoc.simulations.engines.sampler import sample, unit_vector
     from patchassoc.theory.structure import random_partition
     rng = np.random.default_rng(seed)
     S = random_partition(L, C, rng)
@@ -82,7 +82,7 @@ def _one_step_problem(seed=3, L=2, C=3, d=8, n=200):
 
 
 def test_fixed_diagonal_step_is_the_numpy_step_with_the_diagonal_masked():
-    from patchassoc.simulations.train import gradient_descent
+    from patchassoc.simulations.engines.sampled_descent import gradient_descent
     from patchassoc.theory import model
     from tests.tolerances import KERNEL_VS_NUMPY_REL
     S, w, data, v0, Q0 = _one_step_problem()
@@ -125,7 +125,7 @@ def test_fixed_diagonal_run_keeps_diag_and_is_deterministic():
 
 
 def test_fixed_diagonal_is_refused_for_the_gram_form():
-    from patchassoc.simulations.train import gradient_descent
+    from patchassoc.simulations.engines.sampled_descent import gradient_descent
     with pytest.raises(ValueError, match="diagonal='fixed' needs param='logits'"):
         preset("tiny", param="gram", diagonal="fixed")
     with pytest.raises(ValueError, match="diagonal must be one of"):
@@ -160,7 +160,7 @@ def test_recorded_association_metrics_are_the_metrics_of_the_recorded_matrices(t
 def test_summary_of_a_result_saved_without_the_association_metrics(tiny_run, tmp_path):
     """Result folders written before the metrics existed still load; the metrics read None."""
     import numpy as np
-    from patchassoc.simulations.results import load_folder, save_folder
+    from patchassoc.simulations.runtime.results import load_folder, save_folder
     tiny_run.save(tmp_path / "run")
     config, metrics, arrays = load_folder(tmp_path / "run")
     for k in ("topc_rows", "share_mean", "share_min"):
@@ -174,7 +174,7 @@ def test_summary_of_a_result_saved_without_the_association_metrics(tiny_run, tmp
 def test_train_draws_the_data_config_names():
     """data='gaussian-cnn' (the paper's Fig. 2 control) trains on the CNN-labelled Gaussian
     patches, which carry no feature: alpha = 0 and ||v_perp|| = ||v||."""
-    from patchassoc.simulations.sampler import streams, unit_vector
+    from patchassoc.simulations.engines.sampler import streams, unit_vector
     cfg = preset("tiny", L=4, C=4, d=16, structure="windows", data="gaussian-cnn", steps=5,
                  n_train=200, n_test=200, records=3)
     r = train(cfg, seed=0)

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from patchassoc.simulations import kernels
-from patchassoc.simulations.commands.transfer import claim5
-from patchassoc.simulations.results import to_jsonable
-from patchassoc.simulations.sampler import unit_vector
-from patchassoc.simulations.transfer import analysis
-from patchassoc.simulations.transfer import protocol as P
-from patchassoc.simulations.transfer.tasks import (IDENTITY_LOGIT, METHODS, TransferSetting, TransferTask,
+from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.cli.main_transfer import claim5
+from patchassoc.simulations.runtime.results import to_jsonable
+from patchassoc.simulations.engines.sampler import unit_vector
+from patchassoc.simulations.studies.claim5_transfer import analysis
+from patchassoc.simulations.studies.claim5_transfer import protocol as P
+from patchassoc.simulations.studies.claim5_transfer.tasks import (IDENTITY_LOGIT, METHODS, TransferSetting, TransferTask,
                                         Upstream, cell_streams, downstream_feature,
                                         measure_test_error, method_logits, relabel, run_cell,
                                         wrong_partition)
@@ -274,7 +274,7 @@ def test_protocol_constants_match_the_spec_text():
 
 
 def test_the_command_reads_the_declared_setting():
-    from patchassoc.simulations.commands import transfer as command
+    from patchassoc.cli import main_transfer as command
     cfg = preset("ref")
     st = command.setting_for(cfg, {"sigma": 0.3})
     assert (st.omega, st.eta_v, st.steps, st.tol, st.n_test) == (
@@ -506,7 +506,7 @@ def test_figure_draws_the_ratio_band_and_the_curves(tmp_path):
 def test_upstream_trajectory_does_not_depend_on_n_test_or_records():
     """Why the study may reuse an upstream run that differs only in n_test / records: the test
     sample has its own stream, so the trained parameters are bit-for-bit the same."""
-    from patchassoc.simulations.train import train
+    from patchassoc.simulations.engines.sampled_descent import train
     a = train(preset("tiny", steps=30, n_test=500, records=3), seed=4)
     b = train(preset("tiny", steps=30, n_test=1500, records=10), seed=4)
     assert np.array_equal(a.trajectory.theta, b.trajectory.theta)
@@ -519,7 +519,7 @@ def test_an_interrupted_descent_never_becomes_a_cell(monkeypatch):
     (and the sweep store) half a run."""
     import dataclasses
 
-    from patchassoc.simulations.transfer import tasks
+    from patchassoc.simulations.studies.claim5_transfer import tasks
 
     real = tasks.gradient_descent
 

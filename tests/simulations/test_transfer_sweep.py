@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from patchassoc.simulations.cli import main
-from patchassoc.simulations.results import read_json
-from patchassoc.simulations.transfer import analysis
-from patchassoc.simulations.transfer import protocol as P
-from patchassoc.simulations.transfer.sweep import Cell, cell_path, load_cell, plan, run_sweep
-from patchassoc.simulations.transfer.tasks import METHODS, TransferTask, run_cell
+from patchassoc.cli.main import main
+from patchassoc.simulations.runtime.results import read_json
+from patchassoc.simulations.studies.claim5_transfer import analysis
+from patchassoc.simulations.studies.claim5_transfer import protocol as P
+from patchassoc.simulations.studies.claim5_transfer.sweep import Cell, cell_path, load_cell, plan, run_sweep
+from patchassoc.simulations.studies.claim5_transfer.tasks import METHODS, TransferTask, run_cell
 
 from .test_transfer import tiny_setting, tiny_upstream
 
@@ -274,8 +274,8 @@ def test_reproduce_step_reuses_the_seeds_runs_and_lists_its_figures(tmp_path, mo
                                                                      small_calibration):
     from pathlib import Path
 
-    from patchassoc.simulations.commands import transfer as command
-    from patchassoc.simulations.train import train
+    from patchassoc.cli import main_transfer as command
+    from patchassoc.simulations.engines.sampled_descent import train
     from patchassoc.theory.config import preset
 
     monkeypatch.setitem(P.QUICK, "Ns", (1, 4))

@@ -186,7 +186,7 @@ def test_group_convention_matches_structure():
 
 # -- the command -------------------------------------------------------------------------------
 def test_command_run_render_and_json(tmp_path):
-    from patchassoc.simulations.commands import lemmas as cmd
+    from patchassoc.cli import main_lemmas as cmd
     ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L5", "L1"], no_write=False),
                                 out=tmp_path, log=lambda msg: None)
     summary = cmd.run(ctx)
@@ -199,7 +199,7 @@ def test_command_run_render_and_json(tmp_path):
 
 
 def test_command_reports_failure(tmp_path, monkeypatch):
-    from patchassoc.simulations.commands import lemmas as cmd
+    from patchassoc.cli import main_lemmas as cmd
 
     def fails(proof):
         proof.zero(sp.Symbol("x"), "x = 0")
@@ -214,7 +214,7 @@ def test_command_reports_failure(tmp_path, monkeypatch):
 
 
 def test_reproduce_step(tmp_path, records, monkeypatch):
-    from patchassoc.simulations.commands import lemmas as cmd
+    from patchassoc.cli import main_lemmas as cmd
     from patchassoc.theory.config import preset
 
     def cached(selection=None, progress=None):  # the module fixture already ran every proof

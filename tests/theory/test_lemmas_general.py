@@ -231,7 +231,7 @@ def _summary(records):
 
 
 def test_claim4_counts_only_general_proofs():
-    from patchassoc.simulations.claims import claim4
+    from patchassoc.simulations.studies.claims import claim4
     recs = [{"name": "L1", "proved": True, "general": True, "scope": "all n >= 1"},
             {"name": "L4", "proved": True, "general": False,
              "scope": "verified at (L, C) = (2, 2)"},
@@ -250,7 +250,7 @@ def test_claim4_counts_only_general_proofs():
 
 
 def test_command_prints_the_scope_column(tmp_path):
-    from patchassoc.simulations.commands import lemmas as cmd
+    from patchassoc.cli import main_lemmas as cmd
     ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L12", "L13"], no_write=True),
                                 out=tmp_path, log=lambda msg: None)
     summary = cmd.run(ctx)
@@ -266,8 +266,8 @@ def test_command_prints_the_scope_column(tmp_path):
 def test_L13_agrees_with_the_population_engine():
     # one step of the engine with diagonal='fixed' is L13's reduced step: a fixed, b and c moved
     # by eta R~_b / (D (C-1)) and eta R~_c / (D (D-C)), the row sum by eta R~_a / D
-    from patchassoc.simulations.population.dynamics import population_descent
-    from patchassoc.simulations.population.exact import evaluate
+    from patchassoc.simulations.engines.population.trajectory import population_descent
+    from patchassoc.simulations.engines.population.exact import evaluate
     L, C, q, p, nu, alpha0, eta = 2, 2, 0.3, 3, 0.1, 0.5, 40.0
     D = L * C
     a0, b0, c0 = 0.8, 0.1, -0.2

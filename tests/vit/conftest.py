@@ -16,7 +16,7 @@ def _one_torch_thread():
 def digits():
     """The first 192 training and 100 test images of the digits (small training tests)."""
     pytest.importorskip("sklearn")
-    from patchassoc.simulations.vit.data import ImageData, load_digits
+    from patchassoc.simulations.engines.vit.data import ImageData, load_digits
 
     d = load_digits()
     return ImageData(d.name, d.x_train[:192], d.y_train[:192], d.x_test[:100], d.y_test[:100],

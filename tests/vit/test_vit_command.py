@@ -10,9 +10,9 @@ pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
 from patchassoc.figures import vit_attention  # noqa: E402
-from patchassoc.simulations.cli import main  # noqa: E402
-from patchassoc.simulations.commands.vit import DIGITS_FLOOR, claim6  # noqa: E402
-from patchassoc.simulations.vit.result import ViTResult  # noqa: E402
+from patchassoc.cli.main import main  # noqa: E402
+from patchassoc.cli.main_vit import DIGITS_FLOOR, claim6  # noqa: E402
+from patchassoc.simulations.engines.vit.comparison import ViTResult  # noqa: E402
 
 from .tolerances import ROW_SUM_ABS_F32  # noqa: E402
 
@@ -164,7 +164,7 @@ class _NoTorch(importlib.abc.MetaPathFinder):
         if name == "torch" or name.startswith("torch."):
             raise ModuleNotFoundError("No module named 'torch'", name="torch")
 sys.meta_path.insert(0, _NoTorch())
-from patchassoc.simulations.cli import main
+from patchassoc.cli.main import main
 status = main(["vit", "--quiet", "--out", sys.argv[1]])
 assert "torch" not in sys.modules
 sys.exit(status)

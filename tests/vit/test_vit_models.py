@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from patchassoc.simulations.vit.models import ViTConfig, build_model, count_parameters  # noqa: E402
+from patchassoc.simulations.engines.vit.models import ViTConfig, build_model, count_parameters  # noqa: E402
 
 from .tolerances import ROW_SUM_ABS_F32  # noqa: E402
 
@@ -103,7 +103,7 @@ def test_config_validation():
 
 
 def test_uniform_attention_is_fixed_and_none_mixes_no_tokens():
-    from patchassoc.simulations.vit.models import INPUT_INDEPENDENT
+    from patchassoc.simulations.engines.vit.models import INPUT_INDEPENDENT
 
     assert {"uniform", "none"} <= set(INPUT_INDEPENDENT)
     x = _two_images()
@@ -138,7 +138,7 @@ def test_control_parameter_counts():
 
 
 def test_small_cnn_shapes_and_seeding():
-    from patchassoc.simulations.vit.models import CNNConfig, build_cnn
+    from patchassoc.simulations.engines.vit.models import CNNConfig, build_cnn
 
     cfg = CNNConfig(channels=1, side=8, n_classes=10, width=8)
     x = torch.randn(3, 1, 8, 8, generator=torch.Generator().manual_seed(0))

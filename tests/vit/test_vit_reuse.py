@@ -13,10 +13,10 @@ pytest.importorskip("sklearn")
 
 from torch import nn  # noqa: E402
 
-from patchassoc.simulations.errors import UsageError  # noqa: E402
-from patchassoc.simulations.vit.data import block_permutation  # noqa: E402
-from patchassoc.simulations.vit.models import CNNConfig, build_cnn, build_model  # noqa: E402
-from patchassoc.simulations.vit.train import (  # noqa: E402
+from patchassoc.simulations.runtime.errors import UsageError  # noqa: E402
+from patchassoc.simulations.engines.vit.data import block_permutation  # noqa: E402
+from patchassoc.simulations.engines.vit.models import CNNConfig, build_cnn, build_model  # noqa: E402
+from patchassoc.simulations.engines.vit.training import (  # noqa: E402
     CNN_WIDTH, Task, _FusedAdamW, _lr_factor, _seeds, patchify, prepare, recipe_for, shuffle_for,
     study, train_one)
 
@@ -155,7 +155,7 @@ def test_the_study_trains_the_b8_vit_cells_once_and_reports_them_in_both_tables(
 def test_worker_count_follows_patchassoc_jobs(monkeypatch):
     import os
 
-    from patchassoc.simulations.commands.vit import default_jobs, default_threads
+    from patchassoc.cli.main_vit import default_jobs, default_threads
 
     monkeypatch.delenv("PATCHASSOC_JOBS", raising=False)
     assert default_jobs("digits", "cpu") == min(2, os.cpu_count() or 1)
@@ -174,8 +174,8 @@ def test_worker_count_follows_patchassoc_jobs(monkeypatch):
 
 
 def test_a_run_smaller_than_the_declared_study_is_a_preview():
-    from patchassoc.simulations.commands.vit import claim6, figure_readings, preview_reasons
-    from patchassoc.simulations.vit.train import RECIPES
+    from patchassoc.cli.main_vit import claim6, figure_readings, preview_reasons
+    from patchassoc.simulations.engines.vit.training import RECIPES
 
     def ci(mean, half, n=5):
         return dict(mean=mean, ci_low=mean - half, ci_high=mean + half, half_width=half, n=n)
@@ -203,7 +203,7 @@ def test_a_run_smaller_than_the_declared_study_is_a_preview():
 def test_the_command_takes_its_worker_count_from_patchassoc_jobs(tmp_path, capsys, monkeypatch):
     import json
 
-    from patchassoc.simulations.cli import main
+    from patchassoc.cli.main import main
 
     monkeypatch.setenv("PATCHASSOC_JOBS", "1")  # without it: 2 workers on a 2-core machine
     status = main(["vit", "--no-shuffle", "--epochs", "1", "--dim", "16", "--depth", "1",

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from patchassoc.simulations.errors import UsageError
-from patchassoc.simulations.vit.data import (block_permutation, check_block, default_blocks,
+from patchassoc.simulations.runtime.errors import UsageError
+from patchassoc.simulations.engines.vit.data import (block_permutation, check_block, default_blocks,
                                              shuffle_blocks, token_permutation,
                                              unshuffle_blocks)
-from patchassoc.simulations.vit.result import ShuffleResult
-from patchassoc.simulations.vit.stats import (cosine_gram, locality_z, topk_distance,
+from patchassoc.simulations.engines.vit.comparison import ShuffleResult
+from patchassoc.simulations.engines.vit.stats import (cosine_gram, locality_z, topk_distance,
                                               undo_permutation)
 
 from .tolerances import CI_REL
@@ -56,7 +56,7 @@ def test_a_block_as_large_as_the_image_is_no_shuffle():
 @pytest.mark.parametrize("block", [2, 4])
 def test_token_permutation_matches_the_patches_of_the_shuffled_images(block):
     torch = pytest.importorskip("torch")
-    from patchassoc.simulations.vit.train import patchify
+    from patchassoc.simulations.engines.vit.training import patchify
 
     x = _images()
     sigma = block_permutation((8, 8), block, seed=1)
@@ -172,7 +172,7 @@ TINY = TINY_MODEL + ["--max-train", "64"]
 def test_json_holds_the_gap_controls_table_and_locality(tmp_path, capsys):
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
-    from patchassoc.simulations.cli import main
+    from patchassoc.cli.main import main
 
     status = main(["vit", "--shuffle", "2", "--shuffle", "8", "--quiet", "--json", "--out",
                    str(tmp_path / "o"), *TINY])
@@ -209,7 +209,7 @@ def test_json_holds_the_gap_controls_table_and_locality(tmp_path, capsys):
 ])
 def test_bad_shuffle_values_are_one_line_and_status_2(tmp_path, capsys, args, message):
     pytest.importorskip("sklearn")
-    from patchassoc.simulations.cli import main
+    from patchassoc.cli.main import main
 
     assert main(["vit", *args, "--quiet", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -221,7 +221,7 @@ def test_shuffled_patches_on_a_generated_cifar10_folder(tmp_path, capsys):
     """A local CIFAR-10 folder (tiny files in the real format): 32 x 32 images, 4 x 4 patches, a
     block shuffle of 16 pixels moves 2 x 2 groups of patches on the 8 x 8 patch grid."""
     pytest.importorskip("torch")
-    from patchassoc.simulations.cli import main
+    from patchassoc.cli.main import main
 
     from .test_vit_data import write_cifar10
 
@@ -246,7 +246,7 @@ def test_shuffled_patches_on_a_generated_cifar10_folder(tmp_path, capsys):
 
 
 def test_figure_readings_follow_the_numbers():
-    from patchassoc.simulations.commands.vit import figure_readings
+    from patchassoc.cli.main_vit import figure_readings
 
     res = _shuffle_result()
     # make the CNN fall by 5 points at B = 2 on every seed, and the ViTs stay put

@@ -6,10 +6,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-from patchassoc.simulations.errors import UsageError  # noqa: E402
-from patchassoc.simulations.vit.data import token_permutation  # noqa: E402
-from patchassoc.simulations.vit.result import ViTResult  # noqa: E402
-from patchassoc.simulations.vit.train import (augment, compare, patchify, prepare, recipe_for,  # noqa: E402
+from patchassoc.simulations.runtime.errors import UsageError  # noqa: E402
+from patchassoc.simulations.engines.vit.data import token_permutation  # noqa: E402
+from patchassoc.simulations.engines.vit.comparison import ViTResult  # noqa: E402
+from patchassoc.simulations.engines.vit.training import (augment, compare, patchify, prepare, recipe_for,  # noqa: E402
                                               shuffle_for, train_one)
 
 from .tolerances import ROW_SUM_ABS_F32, SAVED_ATTENTION_ABS  # noqa: E402

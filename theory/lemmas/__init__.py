@@ -43,13 +43,13 @@ SPEC section 4; issues 4 and 12.
 from __future__ import annotations
 
 
-from ._core import REGISTRY, LemmaRecord, Proof, is_zero
-from .closed_forms import prove_L5, prove_L7, prove_L8, prove_L9
-from .constructions import prove_L11, prove_L12
-from .dynamics import prove_L6, prove_L10, prove_L13
-from .invariant_algebra import prove_L14
-from .softmax import prove_L1, prove_L2
-from .symmetry import prove_L3, prove_L4
+from patchassoc.theory.lemmas._core import REGISTRY, LemmaRecord, Proof, is_zero
+from patchassoc.theory.lemmas.closed_forms import prove_L5, prove_L7, prove_L8, prove_L9
+from patchassoc.theory.lemmas.constructions import prove_L11, prove_L12
+from patchassoc.theory.lemmas.dynamics import prove_L6, prove_L10, prove_L13
+from patchassoc.theory.lemmas.invariant_algebra import prove_L14
+from patchassoc.theory.lemmas.softmax import prove_L1, prove_L2
+from patchassoc.theory.lemmas.symmetry import prove_L3, prove_L4
 
 __all__ = ["LemmaRecord", "Proof", "is_zero", "LEMMAS", "names", "prove", "prove_all",
            "prove_L1", "prove_L2", "prove_L3", "prove_L4", "prove_L5", "prove_L6", "prove_L7",

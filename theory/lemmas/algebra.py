@@ -197,7 +197,7 @@ class Inv:
         return self.a * ui + self.b * (Sl - ui) + self.c * (T - Sl)
 
     def is_zero(self, up_to: str = "cancel") -> bool:
-        from ._core import is_zero
+        from patchassoc.theory.lemmas._core import is_zero
         return all(is_zero(x, up_to) for x in self.coords)
 
     def matrix(self, labels) -> sp.Matrix:

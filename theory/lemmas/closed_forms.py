@@ -21,9 +21,9 @@ import sympy as sp
 
 from patchassoc.theory.structure import blocks
 
-from . import algebra as alg
-from ._core import Proof, lemma
-from ._symbolic import (act, act_odd, ell, exp_to_symbols, invariant_attention,
+from patchassoc.theory.lemmas import algebra as alg
+from patchassoc.theory.lemmas._core import Proof, lemma
+from patchassoc.theory.lemmas._symbolic import (act, act_odd, ell, exp_to_symbols, invariant_attention,
                         invariant_logits, model_terms, patterns, sets_of, softmax, strided,
                         structure_matrices, symbol_matrix)
 

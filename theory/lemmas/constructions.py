@@ -26,9 +26,9 @@ import itertools
 import numpy as np
 import sympy as sp
 
-from . import algebra as alg
-from ._core import Proof, lemma
-from ._symbolic import act, generic_function, softmax, symbol_matrix
+from patchassoc.theory.lemmas import algebra as alg
+from patchassoc.theory.lemmas._core import Proof, lemma
+from patchassoc.theory.lemmas._symbolic import act, generic_function, softmax, symbol_matrix
 
 __all__ = ["prove_L11", "prove_L12", "shifted_blocks"]
 

@@ -32,9 +32,9 @@ from sympy.core.function import AppliedUndef
 
 from patchassoc.theory.structure import blocks
 
-from . import algebra as alg
-from ._core import Proof, lemma
-from ._symbolic import (act, act_prime, backprop_softmax, exp_to_symbols, generic_function,
+from patchassoc.theory.lemmas import algebra as alg
+from patchassoc.theory.lemmas._core import Proof, lemma
+from patchassoc.theory.lemmas._symbolic import (act, act_prime, backprop_softmax, exp_to_symbols, generic_function,
                         grad_A_integrand, group_elements, invariant_logits, model_terms,
                         patch_sub, sets_of, softmax, structure_matrices, symbol_matrix)
 

@@ -17,8 +17,8 @@ import itertools
 
 import sympy as sp
 
-from . import algebra as alg
-from ._core import Proof, lemma
+from patchassoc.theory.lemmas import algebra as alg
+from patchassoc.theory.lemmas._core import Proof, lemma
 
 __all__ = ["prove_L14", "L14_INSTANCES"]
 

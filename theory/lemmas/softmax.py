@@ -19,9 +19,9 @@ from __future__ import annotations
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from ._core import Proof, lemma
-from ._symbolic import backprop_softmax, exp_to_symbols, generic_function, softmax, symbol_matrix
-from .algebra import canon, in_range
+from patchassoc.theory.lemmas._core import Proof, lemma
+from patchassoc.theory.lemmas._symbolic import backprop_softmax, exp_to_symbols, generic_function, softmax, symbol_matrix
+from patchassoc.theory.lemmas.algebra import canon, in_range
 
 __all__ = ["prove_L1", "prove_L2"]
 

@@ -29,8 +29,8 @@ from sympy.polys.matrices import DomainMatrix
 
 from patchassoc.theory.structure import blocks
 
-from ._core import Proof, lemma
-from ._symbolic import (act, backprop_softmax, conjugation_sub, ell, ell_prime, act_prime,
+from patchassoc.theory.lemmas._core import Proof, lemma
+from patchassoc.theory.lemmas._symbolic import (act, backprop_softmax, conjugation_sub, ell, ell_prime, act_prime,
                         exp_to_symbols, generators, grad_A_integrand, group_elements,
                         invariant_logits, model_terms, patch_sub, patterns, permute_matrix,
                         risk_integrand, sets_of, softmax, strided, structure_matrices,
@@ -172,7 +172,7 @@ L3_ORBITAL_SIZES = ((4, 4), (8, 8), (2, 5), (5, 2), (1, 4), (4, 1))
        + ", ".join(f"({L},{C})" for L, C in L3_ORBITAL_SIZES),
        general=True, scope="all L, C >= 1 (dim 3 for L, C >= 2; 2 if L = 1 or C = 1; 1 if D = 1)")
 def prove_L3(proof: Proof) -> None:
-    from . import algebra as alg
+    from patchassoc.theory.lemmas import algebra as alg
     Ls, Cs = alg.L, alg.C
     D = Ls * Cs
     f = sp.factorial

@@ -1,1 +1,0 @@
-"""Subcommands of the ``patchassoc`` CLI, one module each (see :mod:`patchassoc.simulations.cli`)."""

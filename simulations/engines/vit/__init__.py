@@ -1,0 +1,46 @@
+"""Real images: a positional-attention ViT against a standard ViT (SPEC section 6, claim 6).
+
+Optional: the models and the training need PyTorch (``pip install -e '.[vit]'``); the data
+loaders (:mod:`.data`), the statistics (:mod:`.stats`) and saved results (:mod:`.comparison`) need
+only NumPy/SciPy (and scikit-learn for the bundled digits). Nothing here is imported by the rest
+of the toolkit, and the PyTorch modules are loaded only when one of their names is used.
+
+Public API: :class:`ViTConfig`, :class:`ViT`, :func:`build_model` (models); :class:`Recipe`,
+:data:`RECIPES`, :func:`train_one`, :func:`compare`, :func:`study` (training: the comparison with
+its controls and the shuffled-patch experiment); :class:`ImageData`, :func:`load_dataset`,
+:func:`block_permutation`, :func:`shuffle_blocks` (data); :class:`ViTResult`,
+:class:`ShuffleResult` (results); :func:`mean_ci`, :func:`paired_gap_ci`, :func:`locality_z`
+(statistics).
+"""
+from __future__ import annotations
+
+import importlib
+
+from patchassoc.simulations.engines.vit.data import (DATASETS, ImageData, block_permutation, load_dataset, patch_permutation,
+                   shuffle_blocks, token_permutation, unshuffle_blocks)
+from patchassoc.simulations.engines.vit.comparison import ShuffleResult, ViTResult
+from patchassoc.simulations.engines.vit.stats import locality_z, mean_ci, paired_gap_ci
+
+_LAZY = {
+    "ATTENTIONS": "models", "ViTConfig": "models", "ViT": "models", "build_model": "models",
+    "Recipe": "training", "RECIPES": "training", "recipe_for": "training", "train_one": "training",
+    "compare": "training", "patchify": "training", "study": "training", "run_tasks": "training",
+    "Task": "training", "CNNConfig": "models", "CNN": "models", "build_cnn": "models",
+}
+
+__all__ = ["DATASETS", "ImageData", "load_dataset", "patch_permutation", "block_permutation",
+           "shuffle_blocks", "unshuffle_blocks", "token_permutation", "ViTResult",
+           "ShuffleResult", "mean_ci", "paired_gap_ci", "locality_z", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        try:
+            module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        except ImportError as exc:
+            if getattr(exc, "name", None) == "torch":
+                raise ImportError("patchassoc.simulations.engines.vit needs PyTorch for its models: "
+                                  "pip install -e '.[vit]'") from exc
+            raise
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

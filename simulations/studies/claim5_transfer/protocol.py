@@ -1,0 +1,204 @@
+"""The pre-registered transfer study (SPEC section 6, claim 5), in one place.
+
+Every number of the declared setting lives here, and nowhere else: the command, the analysis and
+the claim read them from this module, and ``tests/simulations/test_transfer.py`` checks each
+against the text of SPEC section 6, item 5 (so the code cannot drift from what was declared).
+
+The downstream noise rule. The downstream task keeps the upstream (L, C, d), q and noise law and
+has a new feature w~* orthogonal to w*. Its patch noise sigma~ is the value at which the error
+floor of the block-uniform attention A = B / C (perfect patch association) equals
+``FLOOR_TARGET = eps_min / 2``. The floor is the test error of the frozen attention with
+v = a w~*, minimized over the scale a. With isotropic noise and v = a w~*, each projection is
+U_j = a (s_j + sigma~ g_j), g_j i.i.d. N(0, 1), and row i of A = B / C averages its set, so
+
+    z_l = a (m_l + sigma~ G_l / sqrt(C)),   m_l = (1/C) sum_{j in S_l} s_j,   G_l ~ N(0, 1),
+
+identical for the C rows of set l; f = C sum_l act(z_l). By the sign symmetry take y = +1: the
+signal set has m = 1 and each noise set m = (n+ - n-) / C with (n+, n-, n0) multinomial
+(C; q/2, q/2, 1 - q). The floor is estimated on ``CALIBRATION_IMAGES`` draws of (m, G) shared by
+every (a, sigma~) (common random numbers: the estimate is a deterministic function of sigma~),
+minimized over ``CALIBRATION_SCALES``, and sigma~ is found by bisection in log sigma~. The draws
+depend only on (L, C, q) and the seed ``CALIBRATION_SEED``, never on a pretrained run, a sweep
+seed or any method's curve.
+
+References
+----------
+SPEC section 6, claim 5.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from patchassoc.simulations.engines._jit import pjit, prange
+
+__all__ = ["UPSTREAM_SEEDS", "DOWNSTREAM_SEEDS", "UPSTREAM_DIAGONAL", "EPS_GRID", "EPS_MIN",
+           "FLOOR_TARGET", "N_GRID", "N_MAX", "OMEGA", "ETA_V", "STEPS", "TOL", "N_TEST",
+           "CALIBRATION_IMAGES", "CALIBRATION_SCALES", "CALIBRATION_SEED", "N_BOOT",
+           "CONFIDENCE", "RATIO_MIN", "CI_LOW_MIN", "QUICK", "declared", "block_floor",
+           "calibrate_sigma"]
+
+#: Upstream (pretraining) seeds: s, s+1, ..., s+4 for the run's seed s.
+UPSTREAM_SEEDS = 5
+#: Downstream seeds per upstream seed.
+DOWNSTREAM_SEEDS = 10
+#: The upstream run is claim 2's: sampled GD on ref with the diagonal of Q fixed (free logits).
+UPSTREAM_DIAGONAL = "fixed"
+
+#: Targets: 3 %, 4 %, ..., 10 %.
+EPS_GRID = tuple(round(0.01 * k, 2) for k in range(3, 11))
+EPS_MIN = EPS_GRID[0]
+#: The block-uniform floor that fixes sigma~: half the smallest target.
+FLOOR_TARGET = EPS_MIN / 2
+
+#: Every integer 1 to 8, then geometric (ratio 2) up to N_MAX.
+N_MAX = 512
+N_GRID = tuple(range(1, 9)) + tuple(2 ** k for k in range(4, int(math.log2(N_MAX)) + 1))
+
+#: Protocol shared by every method.
+OMEGA = 1e-3
+ETA_V = 0.1
+STEPS = 300
+TOL = 1e-2
+N_TEST = 20000
+
+#: Calibration of sigma~.
+CALIBRATION_IMAGES = 400_000
+CALIBRATION_SCALES = tuple(float(a) for a in np.logspace(-2.0, 1.5, 36))
+CALIBRATION_SEED = 0
+#: Bisection in log sigma~ (sigma~ sqrt(d) between these bounds), this many halvings.
+CALIBRATION_BRACKET = (0.05, 50.0)
+CALIBRATION_ITERATIONS = 20
+
+#: Statistics and the pass rule.
+N_BOOT = 2000
+CONFIDENCE = 0.95
+RATIO_MIN = 4.0
+CI_LOW_MIN = 2.0
+
+#: ``--quick``: a preview on fewer seeds and a shorter N grid (not a verdict). One upstream run
+#: (the reproduction's ``train`` run when it is the same run): each further one costs a full
+#: pretraining (about 30 CPU-seconds at ref), which the 2-minute quick budget cannot afford.
+QUICK = dict(upstream_seeds=1, downstream_seeds=2, Ns=tuple(range(1, 9)) + (16, 32),
+             n_boot=500, calibration_images=100_000, upstream_steps=300,
+             upstream_n_train=2000)
+
+
+def declared() -> dict:
+    """The declared setting as a JSON-ready dict (recorded in every summary)."""
+    return {"upstream_seeds": UPSTREAM_SEEDS, "downstream_seeds": DOWNSTREAM_SEEDS,
+            "upstream_diagonal": UPSTREAM_DIAGONAL, "eps_grid": list(EPS_GRID),
+            "floor_target": FLOOR_TARGET, "N_grid": list(N_GRID), "N_max": N_MAX,
+            "omega": OMEGA, "eta_v": ETA_V, "steps": STEPS, "tol": TOL, "n_test": N_TEST,
+            "calibration_images": CALIBRATION_IMAGES,
+            "calibration_scales": [CALIBRATION_SCALES[0], CALIBRATION_SCALES[-1],
+                                   len(CALIBRATION_SCALES)],
+            "n_boot": N_BOOT, "confidence": CONFIDENCE, "ratio_min": RATIO_MIN,
+            "ci_low_min": CI_LOW_MIN, "source": "docs/SPEC.md section 6, item 5"}
+
+
+# -- the block-uniform error floor ---------------------------------------------------------------
+def _draws(L: int, C: int, q: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(m, G), both (n, L): set means of s (signal set first, m = 1) and standard normals."""
+    rng = np.random.default_rng(np.random.SeedSequence((int(seed), 17, L, C)))
+    u = rng.random((n, L - 1, C))
+    s = np.where(u < q / 2, 1.0, np.where(u < q, -1.0, 0.0))
+    m = np.empty((n, L))
+    m[:, 0] = 1.0
+    m[:, 1:] = s.sum(axis=2) / C
+    return m, rng.standard_normal((n, L))
+
+
+@pjit
+def _errors(m, G, scales, noise, p, nu):
+    """Zero-one error (ties 1/2) of f = sum_l act(a (m_l + noise G_l)) for each scale a (one
+    scale per thread: each error is summed in the same order whatever the thread count)."""
+    n, L = m.shape
+    out = np.zeros(scales.shape[0])
+    for k in prange(scales.shape[0]):
+        a = scales[k]
+        wrong = 0.0
+        for i in range(n):
+            f = 0.0
+            for l in range(L):
+                z = a * (m[i, l] + noise * G[i, l])
+                f += z ** p + nu * z
+            if f < 0.0:
+                wrong += 1.0
+            elif f == 0.0:
+                wrong += 0.5
+        out[k] = wrong / n
+    return out
+
+
+def block_floor(sigma: float, L: int, C: int, q: float, p: int, nu: float, *,
+                n: int = CALIBRATION_IMAGES, seed: int = CALIBRATION_SEED,
+                scales=CALIBRATION_SCALES, _draws_cache=None) -> dict:
+    """Error floor of the frozen block-uniform attention A = B / C under isotropic patch noise
+    sigma (module docstring): ``{"error": min over scales, "scale": argmin a, "errors": [...]}``.
+
+    References
+    ----------
+    SPEC section 6, claim 5 (the downstream noise rule).
+    """
+    for name, value in (("L", L), ("C", C), ("p", p), ("n", n)):
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if L < 2:
+        raise ValueError(f"L must be >= 2, got {L}")
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q must lie in [0, 1], got {q}")
+    if not (math.isfinite(nu) and nu >= 0):
+        raise ValueError(f"nu must be finite and >= 0, got {nu}")
+    scales = np.asarray(scales, dtype=np.float64)
+    if scales.ndim != 1 or scales.size == 0 or not np.all(scales > 0):
+        raise ValueError("scales must be a non-empty list of positive numbers")
+    m, G = _draws_cache if _draws_cache is not None else _draws(int(L), int(C), q, int(n), seed)
+    errors = _errors(m, G, scales, float(sigma) / math.sqrt(C), int(p), float(nu))
+    k = int(np.argmin(errors))
+    return {"error": float(errors[k]), "scale": float(scales[k]), "errors": errors.tolist()}
+
+
+def calibrate_sigma(d: int, L: int, C: int, q: float, p: int, nu: float, *,
+                    target: float = FLOOR_TARGET, n: int = CALIBRATION_IMAGES,
+                    seed: int = CALIBRATION_SEED, iterations: int = CALIBRATION_ITERATIONS,
+                    bracket=CALIBRATION_BRACKET) -> dict:
+    """The downstream noise sigma~ of the declared rule: the block-uniform floor equals
+    ``target`` (bisection in log sigma~ on common random numbers).
+
+    Returns ``{"sigma", "sigma_sqrt_d", "floor", "scale", "target", "images", "iterations",
+    "bracket"}``; ``floor`` is the estimate at the returned sigma~ (the upper end of the final
+    bracket, where the floor is >= target).
+
+    References
+    ----------
+    SPEC section 6, claim 5.
+    """
+    if not 0.0 < target < 0.5:
+        raise ValueError(f"target must lie in (0, 0.5), got {target}")
+    if isinstance(d, bool) or int(d) != d or d < 1:
+        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    draws = _draws(int(L), int(C), q, int(n), seed)
+
+    def floor(x):   # x = sigma~ sqrt(d)
+        return block_floor(x / math.sqrt(d), L, C, q, p, nu, n=n, seed=seed,
+                           _draws_cache=draws)
+
+    lo, hi = (float(b) for b in bracket)
+    f_lo, f_hi = floor(lo)["error"], floor(hi)["error"]
+    if not f_lo < target <= f_hi:
+        raise ValueError(f"the block-uniform floor does not cross {target} between sigma~ "
+                         f"sqrt(d) = {lo} ({f_lo}) and {hi} ({f_hi})")
+    for _ in range(int(iterations)):
+        mid = math.sqrt(lo * hi)
+        if floor(mid)["error"] < target:
+            lo = mid
+        else:
+            hi = mid
+    at = floor(hi)
+    return {"sigma": hi / math.sqrt(d), "sigma_sqrt_d": hi, "floor": at["error"],
+            "scale": at["scale"], "target": float(target), "images": int(n),
+            "iterations": int(iterations), "bracket": [lo, hi]}

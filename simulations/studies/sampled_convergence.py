@@ -1,0 +1,364 @@
+"""Sampled-data trajectories approach the exact population trajectory as N grows.
+
+Setting: the paper's (Assumption 1 in ``PAPER.md``): patch noise orthogonal to the feature,
+xi_j ~ N(0, sigma^2 (I - w* w*^T)), at the config's d and sigma (reference: d = 256,
+sigma = 1/sqrt(d)). Then <w*, X_j> = s_j exactly, so for v parallel to w* the empirical risk is
+a sample mean of the exact "no projection noise" risk of :mod:`.exact`, and the population
+trajectory of (alpha, a, b, c) (:func:`.dynamics.population_descent`, v_perp = 0 all along) is
+the N -> infinity limit of sampled gradient descent (SPEC section 4: L8). The sampled runs are
+full gradient descent (:func:`patchassoc.simulations.engines.sampled_descent.gradient_descent`: full v in R^d,
+full D x D Q, no symmetry assumed), so their v picks up a part v_perp orthogonal to w* (fitted
+to the sampled noise) and their Q a non-invariant part: both vanish as N grows.
+
+For each seed, the population dynamics start from that seed's (alpha0, Q0)
+(:func:`.dynamics.initial_point`). Each sampled run starts from the same point, v0 = alpha0 w*
+(v_perp = 0, so that everything v_perp becomes comes from the sample) and Q0 = kappa I, with
+the same step sizes and recorded steps, on N fresh samples. Both engines run with the diagonal
+of Q fixed (the paper's Simplification 3.1; ``diagonal='fixed'``) unless the config uses the
+Gram parameterization, where the diagonal is not a free parameter.
+
+Distances at recorded step r (Q' = Q minus its row means: softmax ignores a per-row shift, and
+the sampled Q' is recovered exactly from the recorded attention as log A minus its row means;
+Pi is the orthogonal projection onto the invariant space span(I, B - I, J - B)):
+
+    alpha:        |alpha_N - alpha|
+    v_perp:       ||v_N - <v_N, w*> w*||                 (the population value is 0)
+    Q_invariant:  ||Pi Q'_N - Q'_pop||_F                   (Q'_pop is invariant)
+    Q_residual:   ||Q'_N - Pi Q'_N||_F                    (the non-invariant residual)
+    Q:            ||Q'_N - Q'_pop||_F = sqrt(Q_invariant^2 + Q_residual^2)
+    total:        sqrt(||v_N - alpha w*||^2 + ||Q'_N - Q'_pop||_F^2)
+                  = sqrt(alpha^2 + v_perp^2 + Q^2)     (the whole parameter)
+
+The distance of a run in each component is its largest value over the recorded steps. For each
+component, a least-squares fit of log(mean over seeds) against log N gives the slope (CLT
+prediction: -1/2), with a percentile bootstrap interval over seeds (the seeds are resampled
+with replacement, the same draw at every N since the seeds are shared across N).
+
+Control (second panel): the former study, with no projection noise at all (sigma = 0, patches
+X_j = s_j w*, d = ``CONTROL_D``): only the sampling of (y, l*, delta) separates the sampled and
+the population trajectories, and v_perp stays 0 up to rounding.
+
+References
+----------
+SPEC section 6, claim 2 (distance to the population trajectory, non-invariant residual
+included, slope with a bootstrap CI over seeds, expected near -1/2); SPEC section 4.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from patchassoc.theory.config import Config
+from patchassoc.theory.invariant import invariant_logits, project_invariant
+from patchassoc.theory.structure import Structure
+
+from patchassoc.simulations.runtime.progress import progress_bar
+from patchassoc.simulations.runtime.results import load_folder, save_folder
+from patchassoc.simulations.engines.sampler import sample, unit_vector
+from patchassoc.simulations.engines.sampled_descent import gradient_descent, record_steps
+from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
+
+__all__ = ["ConvergenceResult", "run_convergence", "distances", "fit_slopes", "CONTROL_D",
+           "DEFAULT_NS", "REPRODUCE_NS", "QUICK_NS", "DEFAULT_SEEDS", "QUICK_SEEDS", "QUICK_STEPS",
+           "STUDY_STEPS", "COMPONENTS", "CONTROL_COMPONENTS", "N_BOOTSTRAP"]
+
+#: Patch dimension of the sigma = 0 control (irrelevant there: every patch is a multiple of w*).
+CONTROL_D = 2
+DEFAULT_NS = (250, 500, 1000, 2000, 4000, 8000, 16000)
+DEFAULT_SEEDS = 8
+#: The sample sizes of the full ``reproduce`` (SPEC section 6, claim 2: reported, not a
+#: threshold): 250 to 2000, 8 seeds. The runs cost in proportion to N: the study to 16000 took
+#: 524 CPU-s in a full reproduction, to 4000 119 CPU-s; to 2000 it is about half of that.
+#: ``patchassoc population --convergence`` runs :data:`DEFAULT_NS` (or ``--ns``).
+REPRODUCE_NS = (250, 500, 1000, 2000)
+#: Steps of the study: at ``ref`` (fixed diagonal) the population alpha grows until step ~100
+#: (phase I), the attention then moves within ~40 steps (phase II: within-set mass 0.42 ->
+#: 0.75 between steps 92 and 131) and drifts slowly after (0.81 at step 262, 0.96 at 3000;
+#: measured). 300 steps cover phases I and II and the start of III, at half the cost of the
+#: config's 600 (the sampled runs dominate the cost, linear in the steps).
+STUDY_STEPS = 300
+#: The reduced study of ``reproduce --quick`` (a preview, for the 2-minute budget): two N,
+#: three seeds, 150 steps (still past the population transition at ~130 steps).
+QUICK_NS = (250, 500)
+QUICK_SEEDS = 3
+QUICK_STEPS = 150
+#: Distance components (module notes), in the order of the arrays' last axis.
+COMPONENTS = ("total", "alpha", "Q", "Q_invariant", "Q_residual", "v_perp")
+#: Components reported for the sigma = 0 control (v_perp is rounding there).
+CONTROL_COMPONENTS = ("total", "alpha", "Q", "Q_invariant", "Q_residual")
+#: Bootstrap resamples of the seeds for the slope intervals.
+N_BOOTSTRAP = 2000
+#: Level of the bootstrap intervals.
+CI_LEVEL = 0.95
+
+
+@dataclass(frozen=True, eq=False)
+class ConvergenceResult:
+    """Distances between sampled and population trajectories, per N and seed.
+
+    ``distance`` is (Ns, seeds, components) in the order of :data:`COMPONENTS` (largest value
+    over the recorded ``steps``); ``population`` is (seeds, records, 4) = (alpha, a, b, c) of
+    the population runs. ``control`` is the sigma = 0 control's distance array (same shape) or
+    None. ``slopes`` / ``control_slopes`` map a component to {slope, intercept, ci_low,
+    ci_high} (values None when a mean distance is not positive).
+    """
+
+    config: Config
+    seeds: np.ndarray
+    Ns: np.ndarray
+    steps: np.ndarray
+    population: np.ndarray
+    distance: np.ndarray
+    slopes: dict
+    control: np.ndarray | None = None
+    control_slopes: dict | None = None
+    status: str = "ok"
+    seconds: float = 0.0
+    timings: dict = field(default_factory=dict)
+
+    def component(self, name: str, control: bool = False) -> np.ndarray:
+        """(Ns, seeds) distances of one component."""
+        arr = self.control if control else self.distance
+        if arr is None:
+            raise ValueError("this result has no sigma = 0 control")
+        return arr[..., COMPONENTS.index(name)]
+
+    @property
+    def slope(self) -> float:
+        """Slope of the total distance (the headline of claim 2(c))."""
+        s = self.slopes["total"]["slope"]
+        return math.nan if s is None else float(s)
+
+    @property
+    def intercept(self) -> float:
+        s = self.slopes["total"]["intercept"]
+        return math.nan if s is None else float(s)
+
+    def summary(self) -> dict:
+        """JSON-ready: the slopes with their intervals, the mean distances per component and
+        the settings. ``slope`` / ``slope_ci`` / ``mean_distance`` are those of the total
+        distance (claim 2(c))."""
+        mean = {k: self.component(k).mean(axis=1).tolist() for k in COMPONENTS}
+        total = self.slopes["total"]
+        out = {
+            "Ns": self.Ns.tolist(),
+            "seeds": self.seeds.tolist(),
+            "steps": int(self.steps[-1]) if self.steps.size else 0,
+            "status": self.status,
+            "setting": {"noise": self.config.noise, "d": self.config.d,
+                        "sigma": self.config.sigma,
+                        "diagonal": self.config.diagonal},
+            "slope": total["slope"],
+            "slope_ci": [total["ci_low"], total["ci_high"]],
+            "intercept": total["intercept"],
+            "slopes": {k: dict(v) for k, v in self.slopes.items()},
+            "mean_distance": mean["total"],
+            "mean_distances": mean,
+            "residual": {"mean_distance": mean["Q_residual"],
+                         "slope": self.slopes["Q_residual"]},
+            "ci_level": CI_LEVEL,
+            "bootstrap": N_BOOTSTRAP,
+            "seconds": float(self.seconds),
+            "timings": dict(self.timings),
+            "config": self.config.to_dict(),
+        }
+        if self.control is not None:
+            out["control"] = {
+                "setting": {"sigma": 0.0, "d": CONTROL_D},
+                "slopes": {k: dict(v) for k, v in (self.control_slopes or {}).items()},
+                "mean_distances": {k: self.component(k, True).mean(axis=1).tolist()
+                                   for k in CONTROL_COMPONENTS},
+            }
+        return out
+
+    def save(self, folder: str | Path) -> Path:
+        arrays = {k: getattr(self, k) for k in ("seeds", "Ns", "steps", "population",
+                                                 "distance")}
+        if self.control is not None:
+            arrays["control"] = self.control
+        return save_folder(folder, self.config.to_dict(), self.summary(), arrays)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "ConvergenceResult":
+        config, metrics, arrays = load_folder(folder)
+        control = metrics.get("control")
+        return cls(config=Config.from_dict(config), seeds=arrays["seeds"], Ns=arrays["Ns"],
+                   steps=arrays["steps"], population=arrays["population"],
+                   distance=arrays["distance"], slopes=metrics["slopes"],
+                   control=arrays.get("control"),
+                   control_slopes=None if control is None else control["slopes"],
+                   status=metrics.get("status", "ok"),
+                   seconds=float(metrics["seconds"]), timings=metrics.get("timings", {}))
+
+
+# -- distances and slopes ----------------------------------------------------------------------
+def _centered(Q: np.ndarray) -> np.ndarray:
+    return Q - Q.mean(axis=-1, keepdims=True)
+
+
+def distances(alpha_N: np.ndarray, v_perp_N: np.ndarray, A_N: np.ndarray,
+              population: np.ndarray, structure: Structure) -> np.ndarray:
+    """(records, len(COMPONENTS)) distances of one sampled run to the population trajectory.
+
+    Parameters
+    ----------
+    alpha_N, v_perp_N : (records,) arrays
+        <v, w*> and ||v_perp|| of the sampled run.
+    A_N : (records, D, D) array
+        Its attention (Q' = log A minus row means, module notes).
+    population : (records, 4) array
+        (alpha, a, b, c) of the population run at the same steps.
+    """
+    A_N = np.asarray(A_N, dtype=np.float64)
+    if np.any(A_N <= 0.0):
+        raise ValueError("the sampled attention has a zero entry: its logits cannot be "
+                         "recovered from A (a logit gap beyond ~745)")
+    out = np.empty((A_N.shape[0], len(COMPONENTS)))
+    for r in range(A_N.shape[0]):
+        Qs = _centered(np.log(A_N[r]))
+        Qp = _centered(invariant_logits(*population[r, 1:], structure))
+        Pi = invariant_logits(*project_invariant(Qs, structure), structure)
+        d_alpha = abs(alpha_N[r] - population[r, 0])
+        d_inv = float(np.linalg.norm(Pi - Qp))
+        d_res = float(np.linalg.norm(Qs - Pi))
+        d_Q = float(np.linalg.norm(Qs - Qp))
+        vp = float(v_perp_N[r])
+        out[r] = (math.sqrt(d_alpha ** 2 + vp ** 2 + d_Q ** 2), d_alpha, d_Q, d_inv, d_res, vp)
+    return out
+
+
+def _ols_slopes(x: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares slope and intercept of each row of Y against x."""
+    xc = x - x.mean()
+    slope = (Y - Y.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
+    return slope, Y.mean(axis=-1) - slope * x.mean()
+
+
+def fit_slopes(Ns: np.ndarray, dist: np.ndarray, names: Sequence[str], seed: int,
+               n_boot: int = N_BOOTSTRAP, level: float = CI_LEVEL) -> dict:
+    """Slope of log(mean over seeds) against log N per component, with a percentile bootstrap
+    interval over seeds (one resample of the seeds serves every N and every component).
+
+    ``dist`` is (Ns, seeds, components) in :data:`COMPONENTS` order; ``names`` picks the
+    components to fit. A component whose mean distance is not positive at some N gets None.
+    """
+    Ns = np.asarray(Ns, dtype=float)
+    x = np.log(Ns)
+    n_seeds = dist.shape[1]
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 13]))
+    idx = rng.integers(0, n_seeds, size=(n_boot, n_seeds))
+    out = {}
+    for name in names:
+        D = dist[..., COMPONENTS.index(name)]                     # (Ns, seeds)
+        mean = D.mean(axis=1)
+        if not (np.all(np.isfinite(mean)) and np.all(mean > 0)):
+            out[name] = {"slope": None, "intercept": None, "ci_low": None, "ci_high": None}
+            continue
+        slope, intercept = _ols_slopes(x, np.log(mean)[None, :])
+        boot = D[:, idx].mean(axis=2).T                           # (n_boot, Ns)
+        bslope, _ = _ols_slopes(x, np.log(boot))
+        lo, hi = np.quantile(bslope, [(1 - level) / 2, (1 + level) / 2])
+        out[name] = {"slope": float(slope[0]), "intercept": float(intercept[0]),
+                     "ci_low": float(lo), "ci_high": float(hi)}
+    return out
+
+
+# -- runner ------------------------------------------------------------------------------------
+def _sampled_run(cfg: Config, structure: Structure, alpha0: float, coords0: np.ndarray,
+                 N: int, d: int, sigma: float, stream: Sequence[int], steps: int,
+                 at: np.ndarray, population: np.ndarray) -> np.ndarray:
+    rng = np.random.default_rng(np.random.SeedSequence(list(stream)))
+    w_star = unit_vector(d, rng)
+    data = sample(int(N), w_star, structure, cfg.q, sigma, rng, orthogonal=True)
+    gram = cfg.param == "gram"
+    theta0 = coords0[0] * np.eye(cfg.D)
+    tr = gradient_descent(data, theta0, alpha0 * w_star, p=cfg.p, nu=cfg.nu, eta_v=cfg.eta_v,
+                          eta_Q=cfg.eta_Q, steps=steps, at=at, w_star=w_star,
+                          structure=structure, gram=gram, diagonal=cfg.diagonal)
+    if tr.status.startswith("interrupted"):
+        raise KeyboardInterrupt
+    if tr.status != "ok":
+        raise ValueError(f"sampled run stopped ({tr.status}) at N={N}, stream {list(stream)}")
+    return distances(tr.alpha, tr.v_perp_norm, tr.A, population, structure).max(axis=0)
+
+
+def run_convergence(config: Config, seed: int = 0, *, Ns: Sequence[int] = DEFAULT_NS,
+                    n_seeds: int = DEFAULT_SEEDS, steps: int | None = None,
+                    records: int | None = None, control: bool = True,
+                    progress: bool = False) -> ConvergenceResult:
+    """Population vs sampled trajectories for every N in ``Ns`` and seeds seed..seed+n_seeds-1.
+
+    The config is used in the paper's setting, stored so in the result: ``noise='orthogonal'``
+    and, with free logits, ``diagonal='fixed'``; its own d and sigma (reference: 256 and
+    1/sqrt(d)). ``steps``/``records`` default to the config's.
+    ``control`` also runs the sigma = 0 control (d = :data:`CONTROL_D`). Seed k, sample size
+    N draws its data from ``SeedSequence([k, N, 3])`` (control: ``[k, N, 4]``).
+    """
+    t0 = time.perf_counter()
+    Ns = np.array(sorted(set(int(n) for n in Ns)), dtype=np.int64)
+    if Ns.size < 2 or Ns[0] < 1:
+        raise ValueError("need at least two sample sizes N >= 1")
+    if n_seeds < 2:
+        raise ValueError("n_seeds must be >= 2 (the slope interval resamples seeds)")
+    cfg = config.replace(noise="orthogonal",
+                         diagonal="fixed" if config.param == "logits" else config.diagonal)
+    steps = cfg.steps if steps is None else int(steps)
+    records = cfg.records if records is None else int(records)
+    at = record_steps(steps, records)
+    seeds = np.arange(seed, seed + n_seeds, dtype=np.int64)
+    pop = np.zeros((n_seeds, at.size, 4))
+    dist = np.full((Ns.size, n_seeds, len(COMPONENTS)), np.nan)
+    ctrl = np.full_like(dist, np.nan) if control else None
+    t_pop = t_smp = t_ctrl = 0.0
+    done = 0
+    status = "ok"
+    bar = progress_bar(total=n_seeds * (1 + Ns.size * (2 if control else 1)),
+                       desc="convergence", enable=progress, unit="run")
+    try:
+        for k, s in enumerate(seeds):
+            ta = time.perf_counter()
+            alpha0, coords0, structure = initial_point(cfg, int(s))
+            traj = population_descent(cfg.L, cfg.C, cfg.q, cfg.p, cfg.nu, alpha0, coords0,
+                                      eta_v=cfg.eta_v, eta_Q=cfg.eta_Q, steps=steps, at=at,
+                                      param=cfg.param, diagonal=cfg.diagonal)
+            if traj.status != "ok":
+                raise ValueError(f"population dynamics stopped ({traj.status}) for seed {s}")
+            pop[k] = np.stack([traj.alpha, traj.a, traj.b, traj.c], axis=1)
+            t_pop += time.perf_counter() - ta
+            bar.update(1)
+            for i, N in enumerate(Ns):
+                tb = time.perf_counter()
+                dist[i, k] = _sampled_run(cfg, structure, alpha0, coords0, int(N), cfg.d,
+                                          cfg.sigma, (int(s), int(N), 3), steps, at, pop[k])
+                t_smp += time.perf_counter() - tb
+                bar.update(1)
+                if control:
+                    tc = time.perf_counter()
+                    ctrl[i, k] = _sampled_run(cfg, structure, alpha0, coords0, int(N),
+                                              CONTROL_D, 0.0, (int(s), int(N), 4), steps, at,
+                                              pop[k])
+                    t_ctrl += time.perf_counter() - tc
+                    bar.update(1)
+            done += 1
+    except KeyboardInterrupt:
+        # Ctrl-C keeps the seeds that finished (the slope intervals need two of them)
+        if done < 2:
+            raise
+        status = f"interrupted after {done} of {n_seeds} seeds"
+        seeds, pop, dist = seeds[:done], pop[:done], dist[:, :done]
+        ctrl = None if ctrl is None else ctrl[:, :done]
+    finally:
+        bar.close()
+    slopes = fit_slopes(Ns, dist, COMPONENTS, seed)
+    control_slopes = fit_slopes(Ns, ctrl, CONTROL_COMPONENTS, seed) if control else None
+    return ConvergenceResult(config=cfg, seeds=seeds, Ns=Ns, steps=at, population=pop,
+                             distance=dist, slopes=slopes, control=ctrl,
+                             control_slopes=control_slopes, status=status,
+                             seconds=time.perf_counter() - t0,
+                             timings={"population": t_pop, "sampled": t_smp,
+                                      "control": t_ctrl})
