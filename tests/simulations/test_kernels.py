@@ -232,7 +232,7 @@ def test_parallel_driver_is_bit_identical_whatever_the_thread_count():
 _PLAIN_PYTHON = """
 import json, numpy as np
 from numba import config
-from patchassoc.simulations import kernels
+from patchassoc.simulations.engines import sampled_kernels as kernels
 rng = np.random.default_rng(11)
 out = {"jit_disabled": bool(config.DISABLE_JIT)}
 # d = LANES + 9: one block of lanes and a tail; 3 LANES + 9: a double block (32 entries of
