@@ -54,3 +54,38 @@ def test_adjusted_rand_index():
     a = np.array([0, 0, 1, 1, 2, 2])
     assert adjusted_rand_index(a, np.array([5, 5, 3, 3, 4, 4])) == 1.0
     assert adjusted_rand_index(a, np.array([0, 1, 0, 1, 0, 1])) < 0.1
+
+
+def _labelings():
+    """Pairs of labelings of n items: random, with few or many labels, plus the degenerate ones
+    (one cluster, all singletons, identical, n = 1)."""
+    def pair(n):
+        k = st.integers(1, max(1, n))
+        labels = lambda k: st.lists(st.integers(0, k - 1), min_size=n, max_size=n)  # noqa: E731
+        special = st.sampled_from([[0] * n, list(range(n)), [7 - 2 * i for i in range(n)]])
+        one = st.one_of(k.flatmap(labels), special)
+        return st.tuples(one, one)
+    return st.integers(1, 300).flatmap(pair)
+
+
+@given(_labelings())
+def test_adjusted_rand_index_matches_scikit_learn(pair):
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
+    a, b = (np.asarray(x) for x in pair)
+    expected = sklearn_metrics.adjusted_rand_score(a, b)
+    assert abs(adjusted_rand_index(a, b) - expected) <= 1e-12
+    assert abs(adjusted_rand_index(a, a) - 1.0) <= 1e-12
+
+
+@pytest.mark.parametrize("a,b", [
+    ([0] * 9, [0] * 9),                 # one cluster each
+    (list(range(9)), list(range(9))),   # singletons each
+    ([0] * 9, list(range(9))),          # one cluster against singletons
+    (list(range(9)), [0] * 9),
+    ([0, 0, 0, 1, 1, 1], [0] * 6),
+    ([3], [5]),                         # one item
+])
+def test_adjusted_rand_index_degenerate_cases_match_scikit_learn(a, b):
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
+    assert abs(adjusted_rand_index(np.array(a), np.array(b))
+               - sklearn_metrics.adjusted_rand_score(a, b)) <= 1e-12
