@@ -1,0 +1,309 @@
+"""Compare two reproduction folders number by number (issue 23: a redesign that changes no number).
+
+    python -m patchassoc.benchmarks.compare_runs BEFORE AFTER [--gallery DOCS_GALLERY]
+
+Both folders are walked and every file found in either is compared with its namesake:
+
+- ``*.json`` (and ``*.jsonl``, line by line): every number, recursively, by JSON path (``summary.rows[3].error``), exactly
+  (floats bit for bit; NaN equals NaN; an int and a float are different), and the shape (keys
+  present, list lengths, types). Ignored: timings (a key ``seconds``, ``wall_s``, ``cpu_s``, or
+  one ending in ``_seconds`` or ``_s`` or containing ``_seconds_``, e.g. ``cpu_seconds``,
+  ``cell_seconds_by_N``, and the ``timings`` records of the steps, with everything under
+  them), versions (a key containing ``version``, e.g.
+  ``package_versions``), and paths (a string that names a file: it starts with ``/`` or holds a
+  ``/`` and no space; each folder's own path is replaced by ``<RUN>`` first). Other strings that
+  differ (fingerprints, statuses) are listed apart, as information: they do not make the
+  folders differ.
+- ``*.npz``: every array exactly: names, shape, dtype and values (NaN equals NaN).
+- ``*.png`` and any other file: the bytes.
+- Skipped, and counted: logs (``*.log``, e.g. ``step.log``), ``report.md`` and PDFs (they carry
+  dates and times).
+
+A file present in one folder only is a difference. With ``--gallery`` the images of the docs
+gallery (``docs/gallery/NAME.png``) are also compared, byte for byte, with their source in AFTER
+(the file ``NAME.png``, or ``STEP/REST.png`` for a gallery name ``STEP_REST.png``, as the
+README's gallery names them); a gallery image with no source in AFTER is listed, not counted.
+
+Exit status 0 when nothing differs, 1 otherwise; a short table of the differences is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["compare_folders", "compare_json", "compare_npz", "is_timing_key", "Comparison",
+           "main"]
+
+_TIMING = re.compile(r"^(seconds|wall_s|cpu_s|timings?|.*_seconds|.*_seconds_.*|.*_s)$")
+SKIPPED = ("logs (*.log)", "report.md", "PDFs (*.pdf)")
+
+
+def is_timing_key(key: str) -> bool:
+    return bool(_TIMING.match(key))
+
+
+def _is_version_key(key: str) -> bool:
+    return "version" in key.lower()
+
+
+def _skip_reason(rel: Path) -> str | None:
+    if rel.suffix == ".log":
+        return SKIPPED[0]
+    if rel.name == "report.md":
+        return SKIPPED[1]
+    if rel.suffix.lower() == ".pdf":
+        return SKIPPED[2]
+    return None
+
+
+@dataclass
+class Comparison:
+    differences: list[tuple[str, str, str, str]] = field(default_factory=list)  # file, where, before, after
+    strings: list[tuple[str, str, str, str]] = field(default_factory=list)
+    only: list[tuple[str, str]] = field(default_factory=list)  # file, folder holding it
+    skipped: dict[str, int] = field(default_factory=dict)
+    identical: dict[str, int] = field(default_factory=dict)
+    ignored: dict[str, int] = field(default_factory=dict)  # timing / version / path leaves
+    gallery: list[tuple[str, str, str]] = field(default_factory=list)  # image, source, verdict
+
+    @property
+    def same(self) -> bool:
+        return not self.differences and not self.only
+
+    def _count(self, table: dict, key: str, n: int = 1) -> None:
+        table[key] = table.get(key, 0) + n
+
+
+# -- JSON -----------------------------------------------------------------------------------------
+def _short(value, width: int = 40) -> str:
+    text = repr(value) if not isinstance(value, (dict, list)) else (
+        f"{type(value).__name__} of {len(value)}")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.startswith(("/", "~", "<RUN>")) or ("/" in text and not any(
+        c.isspace() for c in text))
+
+
+def _same_number(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
+                 out: Comparison | None = None, name: str = "") -> Comparison:
+    """Differences between two parsed JSON values (added to ``out``)."""
+    out = Comparison() if out is None else out
+    where = path or "(top)"
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            if is_timing_key(str(key)):
+                out._count(out.ignored, "timings")
+                continue
+            if _is_version_key(str(key)):
+                out._count(out.ignored, "versions")
+                continue
+            if key not in a or key not in b:
+                out.differences.append((name, sub, "missing" if key not in a else _short(a[key]),
+                                        "missing" if key not in b else _short(b[key])))
+                continue
+            compare_json(a[key], b[key], sub, roots=roots, out=out, name=name)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.differences.append((name, f"{where} (length)", str(len(a)), str(len(b))))
+        for i, (x, y) in enumerate(zip(a, b)):
+            compare_json(x, y, f"{path}[{i}]", roots=roots, out=out, name=name)
+    elif isinstance(a, str) and isinstance(b, str):
+        x, y = a, b
+        if roots[0]:
+            x = x.replace(roots[0], "<RUN>")
+        if roots[1]:
+            y = y.replace(roots[1], "<RUN>")
+        if x != y:
+            if _looks_like_path(x) and _looks_like_path(y):
+                out._count(out.ignored, "paths")
+            else:
+                out.strings.append((name, where, _short(a), _short(b)))
+    elif isinstance(a, (dict, list, str)) or isinstance(b, (dict, list, str)):
+        out.differences.append((name, f"{where} (type)", _short(a), _short(b)))
+    elif not _same_number(a, b):  # numbers, booleans, null
+        out.differences.append((name, where, _short(a), _short(b)))
+    return out
+
+
+def _load_json(path: Path, suffix: str = ".json"):
+    text = path.read_text(encoding="utf-8")
+    if suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return json.loads(text)
+
+
+# -- arrays ---------------------------------------------------------------------------------------
+def _same_array(x: np.ndarray, y: np.ndarray) -> bool:
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    if x.dtype.kind in "fc":
+        return bool(np.array_equal(x, y, equal_nan=True))
+    return bool(np.array_equal(x, y))
+
+
+def compare_npz(a: Path, b: Path, name: str, out: Comparison) -> None:
+    try:
+        with np.load(a, allow_pickle=False) as fa, np.load(b, allow_pickle=False) as fb:
+            for key in sorted(set(fa.files) | set(fb.files)):
+                if key not in fa.files or key not in fb.files:
+                    out.differences.append((name, key, "missing" if key not in fa.files else
+                                            "present", "missing" if key not in fb.files else
+                                            "present"))
+                    continue
+                x, y = fa[key], fb[key]
+                if x.shape != y.shape or x.dtype != y.dtype:
+                    out.differences.append((name, key, f"{x.dtype}{list(x.shape)}",
+                                            f"{y.dtype}{list(y.shape)}"))
+                elif not _same_array(x, y):
+                    diff = ~((x == y) | ((x != x) & (y != y))) if x.dtype.kind in "fc" else x != y
+                    first = tuple(int(i) for i in np.argwhere(diff)[0]) if diff.ndim else ()
+                    out.differences.append((name, f"{key}{list(first)} ({int(diff.sum())} "
+                                            f"entries differ)", _short(x[first].item()),
+                                            _short(y[first].item())))
+    except (ValueError, zipfile.BadZipFile, OSError):
+        # not loadable without pickles (or not an npz): fall back to the bytes
+        if a.read_bytes() != b.read_bytes():
+            out.differences.append((name, "(bytes)", "", ""))
+
+
+# -- folders --------------------------------------------------------------------------------------
+def _files(root: Path) -> dict[str, Path]:
+    return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _gallery_source(image: Path, after: dict[str, Path]) -> str | None:
+    exact = [rel for rel in after if rel.endswith("/" + image.name) or rel == image.name]
+    joined = [rel for rel in after if rel.count("/") >= 1 and "_".join(rel.split("/")[-2:])
+              == image.name]
+    for found in (joined, exact):
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def compare_folders(before: Path, after: Path, gallery: Path | None = None) -> Comparison:
+    before, after = Path(before), Path(after)
+    out = Comparison()
+    fa, fb = _files(before), _files(after)
+    roots = (str(before.resolve()), str(after.resolve()))
+    for rel in sorted(set(fa) | set(fb)):
+        reason = _skip_reason(Path(rel))
+        if reason:
+            out._count(out.skipped, reason)
+            continue
+        if rel not in fa or rel not in fb:
+            out.only.append((rel, "BEFORE" if rel in fa else "AFTER"))
+            continue
+        a, b = fa[rel], fb[rel]
+        n = len(out.differences)
+        suffix = Path(rel).suffix.lower()
+        if suffix in (".json", ".jsonl"):
+            kind = suffix[1:]
+            try:
+                compare_json(_load_json(a, suffix), _load_json(b, suffix), roots=roots, out=out,
+                             name=rel)
+            except ValueError:  # not valid JSON: the bytes
+                if a.read_bytes() != b.read_bytes():
+                    out.differences.append((rel, "(bytes, not JSON)", "", ""))
+        elif suffix == ".npz":
+            kind = "npz"
+            compare_npz(a, b, rel, out)
+        else:
+            kind = "png" if suffix == ".png" else "other"
+            if a.read_bytes() != b.read_bytes():
+                out.differences.append((rel, "(bytes)", f"{a.stat().st_size} B",
+                                        f"{b.stat().st_size} B"))
+        if len(out.differences) == n:
+            out._count(out.identical, kind)
+    if gallery is not None:
+        for image in sorted(Path(gallery).glob("*.png")):
+            source = _gallery_source(image, fb)
+            if source is None:
+                out.gallery.append((image.name, "", "no source in AFTER"))
+                continue
+            same = image.read_bytes() == fb[source].read_bytes()
+            out.gallery.append((image.name, source, "identical" if same else "differs"))
+            if not same:
+                out.differences.append((f"gallery/{image.name}", f"(bytes) vs AFTER/{source}",
+                                        "", ""))
+    return out
+
+
+def render(cmp: Comparison, limit: int = 12) -> str:
+    lines = []
+    ident = ", ".join(f"{n} {k}" for k, n in sorted(cmp.identical.items())) or "none"
+    lines.append(f"identical files: {ident}")
+    if cmp.ignored:
+        lines.append("ignored leaves: " + ", ".join(f"{n} {k}" for k, n in
+                                                     sorted(cmp.ignored.items())))
+    lines.append("skipped (dates, times): " + (", ".join(f"{n} {k}" for k, n in
+                                                         sorted(cmp.skipped.items())) or "none"))
+    if cmp.only:
+        lines += ["", f"in one folder only ({len(cmp.only)}):"]
+        lines += [f"  {rel}  (only in {side})" for rel, side in cmp.only]
+
+    def table(rows, title):
+        lines.extend(["", title])
+        w = min(60, max(len(r[1]) for r in rows))
+        by_file: dict[str, list] = {}
+        for r in rows:
+            by_file.setdefault(r[0], []).append(r)
+        for f, rs in by_file.items():
+            lines.append(f"  {f}:")
+            for _, where, x, y in rs[:limit]:
+                lines.append(f"    {where:<{w}}  {x:>24}  {y:>24}" if x or y else f"    {where}")
+            if len(rs) > limit:
+                lines.append(f"    ... {len(rs) - limit} more")
+
+    if cmp.differences:
+        table(cmp.differences, f"differences ({len(cmp.differences)}; where, BEFORE, AFTER):")
+    if cmp.strings:
+        table(cmp.strings, f"strings that differ ({len(cmp.strings)}; information only):")
+    if cmp.gallery:
+        lines += ["", "gallery:"]
+        lines += [f"  {img}: {verdict}" + (f" (AFTER/{src})" if src else "")
+                  for img, src, verdict in cmp.gallery]
+    lines += ["", "IDENTICAL" if cmp.same else
+              f"DIFFERENT: {len(cmp.differences)} differences, {len(cmp.only)} files in one "
+              f"folder only"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m patchassoc.benchmarks.compare_runs",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--gallery", type=Path, default=None, metavar="DOCS_GALLERY",
+                        help="also compare these images with their sources in AFTER")
+    parser.add_argument("--limit", type=int, default=12, help="rows shown per file")
+    args = parser.parse_args(argv)
+    for folder in (args.before, args.after, *([args.gallery] if args.gallery else [])):
+        if not folder.is_dir():
+            parser.error(f"{folder} is not a folder")
+    cmp = compare_folders(args.before, args.after, args.gallery)
+    print(render(cmp, args.limit))
+    return 0 if cmp.same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""compare_runs on small synthetic reproduction folders: equal folders are identical; one float
+changed in its last bit, an array entry changed, or a file in one folder only make them differ;
+timings, paths, versions and skipped files (logs, report.md, PDFs) do not."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from patchassoc.benchmarks.compare_runs import compare_folders, is_timing_key, main
+
+
+def _run(folder, *, risk=0.125, seconds=1.5, array=None, out=None, extra=None):
+    (folder / "seeds" / "seed-000").mkdir(parents=True)
+    summary = {"step": "seeds", "seconds": seconds, "cpu_seconds": 2 * seconds,
+               "summary": {"risk": risk, "rows": [{"D": 16, "error": 0.25, "nan": float("nan"),
+                                                   "cell_seconds": seconds}],
+                           "status": "ok", "out": str(folder / "seeds"),
+                           "figures": [str(folder / "seeds" / "a.png")]},
+               "package_versions": {"numpy": "1.26.0"}, "vit": {"wall_s": seconds},
+               "timings": {"descent": seconds, "per_step": seconds / 600}}
+    summary.update(extra or {})
+    (folder / "seeds" / "step.json").write_text(json.dumps(summary))
+    arrays = {"A": np.eye(3), "n": np.arange(4), "nan": np.array([np.nan, 1.0])}
+    arrays.update(array or {})
+    np.savez(folder / "seeds" / "seed-000" / "arrays.npz", **arrays)
+    (folder / "seeds" / "runs.jsonl").write_text(
+        json.dumps({"acc": 0.5, "cpu_s": seconds}) + "\n" + json.dumps({"acc": risk}) + "\n")
+    (folder / "seeds" / "a.png").write_bytes(b"\x89PNG fake image")
+    (folder / "seeds" / "step.log").write_text(f"took {seconds} s\n")
+    (folder / "seeds" / "a.pdf").write_bytes(f"CreationDate {seconds}".encode())
+    (folder / "report.md").write_text(f"written at {seconds}\n")
+    return folder
+
+
+@pytest.fixture
+def before(tmp_path):
+    return _run(tmp_path / "before")
+
+
+def test_equal_folders_are_identical(before, tmp_path, capsys):
+    after = _run(tmp_path / "after")
+    cmp = compare_folders(before, after)
+    assert cmp.same and not cmp.differences and not cmp.strings
+    assert cmp.identical == {"json": 1, "jsonl": 1, "npz": 1, "png": 1}
+    assert cmp.skipped == {"logs (*.log)": 1, "report.md": 1, "PDFs (*.pdf)": 1}
+    assert main([str(before), str(after)]) == 0
+    out = capsys.readouterr().out
+    assert "IDENTICAL" in out and "skipped" in out and "report.md" in out
+
+
+def test_timings_are_ignored(before, tmp_path):
+    after = _run(tmp_path / "after", seconds=99.0)
+    cmp = compare_folders(before, after)
+    assert cmp.same, cmp.differences
+    assert cmp.ignored["timings"] >= 6
+    assert all(is_timing_key(k) for k in ("seconds", "cpu_seconds", "wall_s", "cpu_s",
+                                         "cell_seconds_by_N", "trajectory_seconds_1thread",
+                                         "timings"))
+    assert not any(is_timing_key(k) for k in ("steps", "share_mean", "risk", "n_seeds", "ds"))
+
+
+def test_a_float_changed_in_its_last_bit_differs(before, tmp_path, capsys):
+    risk = np.nextafter(0.125, 1.0)
+    after = _run(tmp_path / "after", risk=float(risk))
+    cmp = compare_folders(before, after)
+    assert not cmp.same
+    assert [(f, where) for f, where, *_ in cmp.differences] == [
+        ("seeds/runs.jsonl", "[1].acc"), ("seeds/step.json", "summary.risk")]
+    assert main([str(before), str(after)]) == 1
+    assert "summary.risk" in capsys.readouterr().out
+
+
+def test_an_int_and_a_float_differ(before, tmp_path):
+    after = _run(tmp_path / "after", extra={"count": 1.0})
+    _run(tmp_path / "b2", extra={"count": 1})
+    cmp = compare_folders(tmp_path / "b2", after)
+    assert [where for _, where, *_ in cmp.differences] == ["count"]
+
+
+def test_an_array_entry_differs(before, tmp_path):
+    A = np.eye(3)
+    A[1, 2] = 1e-300
+    cmp = compare_folders(before, _run(tmp_path / "after", array={"A": A}))
+    assert len(cmp.differences) == 1
+    f, where, _, _ = cmp.differences[0]
+    assert f == "seeds/seed-000/arrays.npz" and where.startswith("A[1, 2]")
+
+
+def test_an_array_dtype_differs(before, tmp_path):
+    cmp = compare_folders(before, _run(tmp_path / "after", array={"n": np.arange(4.0)}))
+    assert [where for _, where, *_ in cmp.differences] == ["n"]
+
+
+def test_files_in_one_folder_only_and_images_differ(before, tmp_path):
+    after = _run(tmp_path / "after")
+    (after / "seeds" / "a.png").write_bytes(b"\x89PNG other image")
+    (after / "seeds" / "new.json").write_text("{}")
+    cmp = compare_folders(before, after)
+    assert cmp.only == [("seeds/new.json", "AFTER")]
+    assert [(f, where) for f, where, *_ in cmp.differences] == [("seeds/a.png", "(bytes)")]
+
+
+def test_other_strings_are_information_only(before, tmp_path):
+    after = _run(tmp_path / "after", extra={"fingerprint": "abc"})
+    _run(tmp_path / "b2", extra={"fingerprint": "abd"})
+    cmp = compare_folders(tmp_path / "b2", after)
+    assert cmp.same and [w for _, w, *_ in cmp.strings] == ["fingerprint"]
+
+
+def test_gallery_images_are_compared_with_their_source(before, tmp_path):
+    gallery = tmp_path / "gallery"
+    gallery.mkdir()
+    (gallery / "seeds_a.png").write_bytes(b"\x89PNG fake image")
+    (gallery / "scaling_error.png").write_bytes(b"made elsewhere")
+    cmp = compare_folders(before, _run(tmp_path / "after"), gallery)
+    assert cmp.same
+    assert cmp.gallery == [("scaling_error.png", "", "no source in AFTER"),
+                           ("seeds_a.png", "seeds/a.png", "identical")]
+    (gallery / "seeds_a.png").write_bytes(b"\x89PNG redrawn")
+    assert not compare_folders(before, tmp_path / "after", gallery).same
