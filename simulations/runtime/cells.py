@@ -1,8 +1,9 @@
-"""Resumable grids of independent cells stored as JSON records (claims 1 and 2).
+"""Resumable grids of independent cells stored as JSON records (claims 1, 2 and 7).
 
-A cell has a ``key`` (its file name) and an ``upstream`` index (0: the one shared task), so the
-transfer sweep's local-pool and Dask backends (:mod:`patchassoc.simulations.studies.claim5_transfer.sweep`) run
-it unchanged. Each finished cell's record is written, by the coordinating process, to
+A cell has a ``key`` (its file name). The missing cells run, in the order given, on the
+executor's backends (:func:`patchassoc.simulations.runtime.executor.map_tasks`: in this process,
+a local pool of spawned processes with one Numba thread each, or a Dask cluster with the task
+scattered once). Each finished cell's record is written, by the coordinating process, to
 ``<folder>/<key>.json`` (atomic write) with the task's fingerprint; a re-run loads every record
 whose file exists, carries the current fingerprint and matches its cell, and computes only the
 others. An interrupted cell is never stored.
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from patchassoc.simulations.runtime.executor import Shared, map_tasks, single_numba_thread
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import read_json, write_json
 
@@ -46,7 +48,7 @@ def run_cells(task, cells: Sequence, folder: str | Path, compute: Callable,
     Parameters
     ----------
     task : picklable, with ``fingerprint() -> str``
-    cells : sequence of cells (``key``, ``upstream`` = 0; orderable)
+    cells : sequence of cells (with a ``key``)
     folder : path
     compute : module-level ``compute(task, cell) -> dict`` (JSON-ready record)
     matches : ``matches(record, cell)``: the stored record is this cell's
@@ -58,8 +60,6 @@ def run_cells(task, cells: Sequence, folder: str | Path, compute: Callable,
         ``records`` (key -> record, in the order of ``cells``), ``computed`` and ``reused``
         (keys), ``seconds`` (wall).
     """
-    from patchassoc.simulations.studies.claim5_transfer.sweep import _run_dask, _run_pool
-
     t0 = time.perf_counter()
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -87,15 +87,9 @@ def run_cells(task, cells: Sequence, folder: str | Path, compute: Callable,
         bar.update(1)
 
     try:
-        if not todo:
-            pass
-        elif dask is not None:
-            _run_dask(dask, {0: task}, todo, store, compute)
-        elif jobs == 1:
-            for cell in todo:
-                store(cell, compute(task, cell))
-        else:
-            _run_pool(int(jobs), {0: task}, todo, store, compute)
+        map_tasks(compute, [(Shared(0), cell) for cell in todo],
+                  lambda i, rec: store(todo[i], rec), jobs=int(jobs), dask=dask,
+                  shared={0: task}, initializer=single_numba_thread)
     finally:
         bar.close()
     return {"records": {c.key: results[c.key] for c in cells if c.key in results},

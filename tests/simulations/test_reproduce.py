@@ -5,6 +5,8 @@ import json
 from patchassoc.cli.main import main
 from patchassoc.cli import main_reproduce as reproduce
 
+from . import _reproduce_steps
+
 
 def test_reproduce_skips_finished_steps_and_reports_failures(tmp_path, monkeypatch, capsys):
     calls = []
@@ -22,7 +24,7 @@ def test_reproduce_skips_finished_steps_and_reports_failures(tmp_path, monkeypat
     fake = types.ModuleType("fake_steps")
     fake.reproduce_good = ok_step
     fake.reproduce_broken = bad_step
-    monkeypatch.setitem(__import__("sys").modules, "fake_steps", fake)
+    monkeypatch.setitem(reproduce._STEP_MODULES, "fake_steps", fake)
     monkeypatch.setattr(reproduce, "STEPS", (("good", "fake_steps", "a step that works"),
                                              ("broken", "fake_steps", "a step that fails")))
     out = tmp_path / "repro"
@@ -51,6 +53,7 @@ def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, caps
     other, they would time out and fail); a step that reads another starts after it finished;
     a crashed step process is a failed step, the others still run."""
     mod = "tests.simulations._reproduce_steps"
+    monkeypatch.setitem(reproduce._STEP_MODULES, mod, _reproduce_steps)
     monkeypatch.setattr(reproduce, "STEPS", (("first", mod, "waits for second"),
                                              ("second", mod, "waits for first"),
                                              ("reader", mod, "reads first"),
@@ -85,6 +88,7 @@ def test_steps_that_compile_the_same_kernels_do_not_start_side_by_side(tmp_path,
     """Two steps of one kernel family: the second starts after the first finished (they would
     each compile the kernels); a step of another family runs beside the first."""
     mod = "tests.simulations._reproduce_steps"
+    monkeypatch.setitem(reproduce._STEP_MODULES, mod, _reproduce_steps)
     monkeypatch.setattr(reproduce, "STEPS", (("stamp_a", mod, "family k"),
                                              ("stamp_b", mod, "family k too"),
                                              ("stamp_c", mod, "family j")))

@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from patchassoc.simulations.runtime.errors import UsageError
+from patchassoc.simulations.runtime.executor import map_tasks
 from patchassoc.simulations.engines.vit.data import ImageData, block_permutation, check_block, patch_grid, token_permutation
 from patchassoc.simulations.engines.vit.models import ATTENTIONS, CNNConfig, ViTConfig, build_cnn, build_model, count_parameters
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult, ViTResult
@@ -496,7 +497,8 @@ def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device
               shuffle_seed: int = 0, jobs: int = 1, progress: bool = False,
               on_done: Callable[[Task, RunOutcome], None] | None = None
               ) -> dict[Task, RunOutcome]:
-    """Train every task (duplicates once), in ``jobs`` spawned processes when ``jobs > 1``.
+    """Train every task (duplicates once), in ``jobs`` spawned processes when ``jobs > 1``
+    (:func:`patchassoc.simulations.runtime.executor.map_tasks`).
 
     A run's numbers do not depend on ``jobs`` or on the other tasks (for a fixed number of
     torch threads). ``on_done(task, outcome)`` is called as each run finishes (to save it);
@@ -528,45 +530,38 @@ def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device
     try:
         if jobs == 1:
             cache: dict = {}
-            for task in unique:
+
+            def train_here(task: Task) -> RunOutcome:
                 shuffled, tensors = _task_inputs(data, task, shuffle_seed, cache)
                 bar.set_postfix_str(f"{task.model} seed {task.seed} block {task.block}")
-                done(task, train_one(shuffled, task.recipe, task.model, task.seed, dev, None,
-                                     tensors, on_epoch=lambda e, l: bar.update(1)))
+                return train_one(shuffled, task.recipe, task.model, task.seed, dev, None,
+                                 tensors, on_epoch=lambda e, l: bar.update(1))
+
+            map_tasks(train_here, [(task,) for task in unique],
+                      lambda i, outcome: done(unique[i], outcome))
         else:
-            _run_parallel(data, unique, str(dev), shuffle_seed, jobs, bar, done)
-    finally:
-        bar.close()
-    return outcomes
+            # the workers hold the images (sent once, to the initializer) and report each epoch
+            # on a queue that feeds the progress bar here
+            import multiprocessing
+            import queue as _queue
 
+            epochs = multiprocessing.get_context("spawn").Queue()
 
-def _run_parallel(data, tasks, device, shuffle_seed, jobs, bar, done) -> None:
-    """Run ``tasks`` in ``jobs`` spawned worker processes, feeding the progress bar."""
-    import multiprocessing
-    import queue as _queue
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    ctx = multiprocessing.get_context("spawn")  # fork is unsafe once torch has started threads
-    epochs = ctx.Queue()
-    threads = torch.get_num_threads()
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                             initargs=(threads, epochs, data, shuffle_seed)) as pool:
-        futures = {pool.submit(_worker, task, device): task for task in tasks}
-        pending = set(futures)
-        try:
-            while pending:
-                finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    done(futures[fut], fut.result())
+            def drain() -> None:
                 try:
                     while True:
                         bar.update(epochs.get_nowait())
                 except _queue.Empty:
                     pass
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            raise
+
+            map_tasks(_worker, [(task, str(dev)) for task in unique],
+                      lambda i, outcome: done(unique[i], outcome), jobs=jobs,
+                      initializer=_init_worker,
+                      initargs=(torch.get_num_threads(), epochs, data, shuffle_seed),
+                      tick=0.5, on_tick=drain)
+    finally:
+        bar.close()
+    return outcomes
 
 
 def _check_seeds(seeds) -> list[int]:

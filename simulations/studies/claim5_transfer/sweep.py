@@ -14,12 +14,13 @@ cell whose file exists and carries the current fingerprint and computes only the
 interrupted sweep (Ctrl-C, a killed job, a failing hook) never recomputes a finished cell and
 never reuses a cell of a different sweep.
 
-Backends: ``jobs == 1`` computes in the calling process; ``jobs > 1`` uses a local pool of
-``jobs`` processes (``spawn`` start method, each worker pinned to one Numba thread so that
-``jobs`` processes use ``jobs`` cores); ``dask=ADDRESS`` (or a ``distributed.Client``) submits
-the upstream x downstream cells to a Dask cluster (every task is scattered once) (the optional ``dask`` extra; the workers need this package
-importable). Whatever the backend, cells are submitted largest N first (the longest tasks first
-keeps the pool busy to the end) and a progress bar over cells is shown on stderr.
+Backends (:func:`patchassoc.simulations.runtime.executor.map_tasks`): ``jobs == 1`` computes in
+the calling process; ``jobs > 1`` uses a local pool of ``jobs`` spawned processes, each pinned to
+one Numba thread so that ``jobs`` processes use ``jobs`` cores; ``dask=ADDRESS`` (or a
+``distributed.Client``) submits the upstream x downstream cells to a Dask cluster (every task is
+scattered once) (the optional ``dask`` extra; the workers need this package importable).
+Whatever the backend, cells are submitted largest N first (the longest tasks first keeps the
+pool busy to the end) and a progress bar over cells is shown on stderr.
 
 References
 ----------
@@ -27,14 +28,13 @@ SPEC section 6, claim 5.
 """
 from __future__ import annotations
 
-import multiprocessing
-import os
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from patchassoc.simulations.runtime.executor import (Shared, default_jobs, map_tasks,
+                                                     single_numba_thread)
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.claim5_transfer.tasks import METHODS, CellResult, TransferTask, run_cell
@@ -79,24 +79,6 @@ def plan(methods: Sequence[str], Ns: Sequence[int], seeds: Iterable[int],
             for s in seeds]
 
 
-def default_jobs() -> int:
-    """All the cores this process may use, or ``PATCHASSOC_JOBS`` when it is set (``reproduce``
-    sets it to 1 for the steps it runs side by side)."""
-    env = os.environ.get("PATCHASSOC_JOBS", "").strip()
-    if env:
-        try:
-            value = int(env)
-        except ValueError:
-            raise ValueError(f"PATCHASSOC_JOBS must be a positive integer, got {env!r}")
-        if value < 1:
-            raise ValueError(f"PATCHASSOC_JOBS must be a positive integer, got {env!r}")
-        return value
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def cell_path(folder: str | Path, cell: Cell) -> Path:
     return Path(folder) / f"{cell.key}.json"
 
@@ -132,13 +114,6 @@ class SweepOutcome:
 
 def _compute(task: TransferTask, cell: Cell) -> CellResult:
     return run_cell(task, cell.method, cell.N, cell.seed)
-
-
-def _single_thread_worker() -> None:
-    # One Numba thread per worker process: `jobs` processes then use `jobs` cores. The kernels'
-    # reductions are split into fixed chunks, so results do not depend on the thread count.
-    import numba
-    numba.set_num_threads(1)
 
 
 def _tasks_of(task) -> dict[int, TransferTask]:
@@ -214,61 +189,10 @@ def run_sweep(task, cells: Sequence[Cell], folder: str | Path, *,
             on_cell(cell, result)
 
     try:
-        if not todo:
-            pass
-        elif dask is not None:
-            _run_dask(dask, tasks, todo, store, compute)
-        elif jobs == 1:
-            for cell in todo:
-                store(cell, compute(tasks[cell.upstream], cell))
-        else:
-            _run_pool(jobs, tasks, todo, store, compute)
+        map_tasks(compute, [(Shared(cell.upstream), cell) for cell in todo],
+                  lambda i, result: store(todo[i], result), jobs=jobs, dask=dask, shared=tasks,
+                  initializer=single_numba_thread)
     finally:
         bar.close()
     return SweepOutcome(results=results, computed=tuple(computed), reused=reused,
                         seconds=time.perf_counter() - t0)
-
-
-def _run_pool(jobs: int, tasks, todo, store, compute) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
-                               initializer=_single_thread_worker)
-    try:
-        pending = {pool.submit(compute, tasks[cell.upstream], cell): cell for cell in todo}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=lambda f: pending[f]):
-                cell = pending.pop(fut)
-                store(cell, fut.result())
-    except BaseException:
-        # Unstarted cells are cancelled; running ones finish or stop (on Ctrl-C the workers are
-        # interrupted too) and are not stored, so a resumed sweep computes them.
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-
-
-def _run_dask(dask, tasks, todo, store, compute) -> None:
-    try:
-        from distributed import Client, as_completed
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ValueError("--dask needs the optional dependency dask[distributed] "
-                         "(pip install 'patchassoc[dask]')") from exc
-    own = not isinstance(dask, Client)
-    client = Client(dask) if own else dask
-    futures = []
-    try:
-        keys = sorted(tasks)
-        scattered = dict(zip(keys, client.scatter([tasks[u] for u in keys], broadcast=True)))
-        futures = [client.submit(compute, scattered[cell.upstream], cell, pure=False)
-                   for cell in todo]
-        index = {f.key: cell for f, cell in zip(futures, todo)}
-        for fut, result in as_completed(futures, with_results=True):
-            store(index[fut.key], result)
-    except BaseException:
-        for f in futures:
-            f.cancel()
-        raise
-    finally:
-        if own:
-            client.close()
