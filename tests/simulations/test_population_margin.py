@@ -18,9 +18,15 @@ import numpy as np
 import pytest
 
 from patchassoc.simulations.engines.population import evaluate
-from patchassoc.simulations.engines.population.exact import (Evaluator, _coefficients, _replay_bounds,
-                                                     _replay_parallel, _replay_serial,
-                                                     _row_top, _run, _total_major, plan)
+from patchassoc.simulations.engines.population.exact import Evaluator, plan
+from patchassoc.simulations.engines.population.exact._kernels import (
+    COL_LEAVES, COL_MARGIN_E0, COL_MARGIN_E1, COL_MARGIN_NODES, COL_MARGIN_P, COL_PROBABILITY,
+    COL_PRUNED_P, COL_RISK, COL_SCREENED, _replay_parallel, _replay_serial)
+from patchassoc.simulations.engines.population.exact.bounds import _coefficients, _row_top
+from patchassoc.simulations.engines.population.exact.evaluator import _run
+from patchassoc.simulations.engines.population.exact.replay import (ReplayRecord,
+                                                                      _replay_bounds,
+                                                                      _total_major)
 from patchassoc.theory.invariant import attention_values, invariant_logits
 from patchassoc.theory.structure import blocks
 
@@ -102,10 +108,10 @@ def test_margin_pruning_prunes_and_is_certified():
     pl = plan(*PROBLEM, *TRAINED, tol=tol, prune=True)
     assert pl.theta_margin > 0.0
     # the kernel's own count of the subtrees it skipped by their margin
-    total, _, _ = _run(*PROBLEM, *TRAINED, pl.k, False, pl.theta, 1e3 * pl.theta_margin)
-    assert total[13] > 0 and total[11] > 0.0
-    none, _, _ = _run(*PROBLEM, *TRAINED, pl.k, False, pl.theta, 0.0)
-    assert total[7] < none[7]                     # fewer leaves enumerated
+    total = _run(*PROBLEM, *TRAINED, pl.k, False, pl.theta, 1e3 * pl.theta_margin)[0]
+    assert total[COL_MARGIN_NODES] > 0 and total[COL_MARGIN_E0] > 0.0
+    none = _run(*PROBLEM, *TRAINED, pl.k, False, pl.theta, 0.0)[0]
+    assert total[COL_LEAVES] < none[COL_LEAVES]   # fewer leaves enumerated
     ev = evaluate(*PROBLEM, *TRAINED, tol=tol, prune=True)
     assert ev.bound <= tol
     _within_bounds(full, ev)
@@ -169,7 +175,7 @@ def test_power_of_two_bound_of_exp():
     """The leaf screening's e^-f <= 2^-floor(f log2 e) for f >= 0, read from its table: on a
     grid, at the points where f log2 e crosses an integer (where a floor taken one too high
     would break it), and past the smallest double (the last entry, never 0)."""
-    from patchassoc.simulations.engines.population.exact import _LOG2E, _POW2
+    from patchassoc.simulations.engines.population.exact._kernels import _LOG2E, _POW2
     crossings = np.arange(0, 1100) * math.log(2.0)
     f = np.concatenate([np.linspace(0.0, 800.0, 200_001), crossings,
                         np.nextafter(crossings, -np.inf).clip(0.0),
@@ -185,8 +191,9 @@ def test_last_table_is_the_grouped_sum_over_the_last_state():
     S (the exact sum of the level above the leaves), against a log-sum-exp over the states;
     F_B is the lower envelope of F over two points (the tables of a search with a point
     ahead), checked against the two points' own tables."""
-    from patchassoc.simulations.engines.population.exact import (_envelope_tables, _last_table,
-                                                         _states, _tables)
+    from patchassoc.simulations.engines.population.exact._kernels import (_envelope_tables,
+                                                                            _last_table, _tables)
+    from patchassoc.simulations.engines.population.exact.states import _states
     L, C, q, p, nu = PROBLEM
     npos, nneg, n_of, S_of, pi = _states(C, q)
     pts = np.array([(x[0], *attention_values(*x[1:], L, C))
@@ -222,41 +229,45 @@ def test_screened_leaves_and_last_level_bounds_are_certified():
     sums of what it skipped: leaves screened one by one and subtrees with one state left (the
     exact grouped sum) among them."""
     pl = plan(*PROBLEM, *TRAINED, tol=1e-9, prune=True)
-    total, _, _ = _run(*PROBLEM, *TRAINED, pl.k, False, 0.0, 1e3 * pl.theta_margin)
-    none, _, _ = _run(*PROBLEM, *TRAINED, pl.k, False, 0.0, 0.0)
-    assert total[14] > 0 and total[13] > 0      # leaves screened, subtrees skipped
-    assert none[14] == 0 and none[13] == 0
-    assert total[7] + total[14] < none[7]       # and subtrees with several leaves among them
-    skipped = none[0] - total[0]
-    assert 0.0 < skipped <= total[11] * (1.0 + 1e-9) + 1e-15 * none[0]
-    assert 0.0 < none[6] - total[6] <= total[10] * (1.0 + 1e-9) + PROBABILITY_ABS
+    total = _run(*PROBLEM, *TRAINED, pl.k, False, 0.0, 1e3 * pl.theta_margin)[0]
+    none = _run(*PROBLEM, *TRAINED, pl.k, False, 0.0, 0.0)[0]
+    # leaves screened, subtrees skipped
+    assert total[COL_SCREENED] > 0 and total[COL_MARGIN_NODES] > 0
+    assert none[COL_SCREENED] == 0 and none[COL_MARGIN_NODES] == 0
+    # and subtrees with several leaves among them
+    assert total[COL_LEAVES] + total[COL_SCREENED] < none[COL_LEAVES]
+    skipped = none[COL_RISK] - total[COL_RISK]
+    assert 0.0 < skipped <= total[COL_MARGIN_E0] * (1.0 + 1e-9) + 1e-15 * none[COL_RISK]
+    assert (0.0 < none[COL_PROBABILITY] - total[COL_PROBABILITY]
+            <= total[COL_MARGIN_P] * (1.0 + 1e-9) + PROBABILITY_ABS)
 
 
 def _search(point, theta, ahead=()):
     """A recorded search at ``point`` (margin threshold 1e3 times the a-priori one, probability
     threshold ``theta``), as :func:`_enumerate` records it for replays."""
     pl = plan(*PROBLEM, *point, tol=1e-9, prune=True)
-    rec = {"cap": 1 << 16}
-    total, _, _ = _run(*PROBLEM, *point, pl.k, False, theta(pl), 1e3 * pl.theta_margin,
-                       ahead, rec)
-    assert int(rec["n"].max()) <= rec["cap"]
-    rec.update(k=pl.k, leaves=int(total[7]), sums=tuple(float(total[i])
-                                                        for i in (8, 9, 10, 11, 12)))
-    return rec, total, pl
+    cap = 1 << 16
+    total, _, _, recording = _run(*PROBLEM, *point, pl.k, False, theta(pl),
+                                  1e3 * pl.theta_margin, ahead, cap)
+    assert recording.most <= cap and recording.complete
+    rec = ReplayRecord.of_search(recording, pl.k, total, float(total[COL_MARGIN_E0]),
+                                 float(total[COL_MARGIN_E1]))
+    return rec, recording, total, pl
 
 
 def test_replay_at_the_search_point_is_the_search():
     """Replaying a search's leaves at its own point computes the same leaves: Delta = 0, the
     same count, and the same sums up to their order of summation, serial or threaded."""
-    rec, total, _ = _search(TRAINED, lambda pl: pl.theta)
-    assert total[14] > 0 and total[8] > 0.0      # leaves screened and pruned by probability
+    rec, _, total, _ = _search(TRAINED, lambda pl: pl.theta)
+    # leaves screened and pruned by probability
+    assert total[COL_SCREENED] > 0 and total[COL_PRUNED_P] > 0.0
     _, tab, sig, _, tie, _, delta = _replay_bounds(*PROBLEM, *TRAINED, rec)
     assert delta == 0.0
     tab = _total_major(tab)
-    got = _replay_serial(tab, sig, rec["st"], rec["ti"], rec["w"], tie)
-    assert np.array_equal(got, _replay_parallel(tab, sig, rec["st"], rec["ti"], rec["w"], tie))
-    assert got[7] == total[7] == rec["leaves"]
-    for r in range(7):
+    got = _replay_serial(tab, sig, rec.st, rec.ti, rec.w, tie)
+    assert np.array_equal(got, _replay_parallel(tab, sig, rec.st, rec.ti, rec.w, tie))
+    assert got[COL_LEAVES] == total[COL_LEAVES] == rec.leaves
+    for r in range(COL_PROBABILITY + 1):
         assert got[r] == pytest.approx(total[r], rel=1e-13, abs=1e-300)
 
 
@@ -269,19 +280,20 @@ def test_replay_bound_grows_by_delta_and_the_envelope_covers_the_point_ahead():
     x1 = (0.99 * TRAINED[0], *TRAINED[1:])
     within_k = {}
     for ahead in ((), (x1,)):
-        rec, _, pl = _search(TRAINED, lambda pl: 0.0, ahead)
+        rec, _, _, pl = _search(TRAINED, lambda pl: 0.0, ahead)
         if pl.k not in within_k:  # no pruning at all: every configuration within k
             within_k[pl.k] = _run(*PROBLEM, *x1, pl.k, False, 0.0, 0.0)[0]
         _, tab, sig, _, tie, _, delta = _replay_bounds(*PROBLEM, *x1, rec)
-        replay = _replay_serial(_total_major(tab), sig, rec["st"], rec["ti"], rec["w"], tie)
-        skipped = within_k[pl.k][0] - replay[0]  # only the margin skipped (no theta)
-        e0 = rec["sums"][3]
-        assert skipped <= math.exp(delta) * e0 * (1 + 1e-9) + 1e-15 * within_k[pl.k][0]
+        replay = _replay_serial(_total_major(tab), sig, rec.st, rec.ti, rec.w, tie)
+        # only the margin skipped (no theta)
+        skipped = within_k[pl.k][COL_RISK] - replay[COL_RISK]
+        e0 = rec.e0
+        assert skipped <= math.exp(delta) * e0 * (1 + 1e-9) + 1e-15 * within_k[pl.k][COL_RISK]
         if not ahead:
             assert delta > 0.0 and skipped > e0
-            leaves = rec["leaves"]
+            leaves = rec.leaves
         else:
-            assert delta <= 0.0 and rec["leaves"] > leaves
+            assert delta <= 0.0 and rec.leaves > leaves
 
 
 def test_drop_bound_covers_every_configuration_within_k():
@@ -289,11 +301,11 @@ def test_drop_bound_covers_every_configuration_within_k():
     multisets, f from the tables), and not more than the bound without the budget (M times
     the worst state)."""
     import itertools
-    from patchassoc.simulations.engines.population.exact import _states
+    from patchassoc.simulations.engines.population.exact.states import _states
     L, C, q, p, nu = PROBLEM
     M = L - 1
     x1 = (0.99 * TRAINED[0], TRAINED[1], TRAINED[2] + 0.05, TRAINED[3] - 0.02)
-    rec, _, pl = _search(TRAINED, lambda pl: pl.theta)
+    rec, _, _, pl = _search(TRAINED, lambda pl: pl.theta)
     _, tab, sig, _, _, _, delta = _replay_bounds(*PROBLEM, *x1, rec)
     _, _, n_of, S_of, pi = _states(C, q)
     k, Tmin = pl.k, C - M * C
@@ -303,10 +315,10 @@ def test_drop_bound_covers_every_configuration_within_k():
         if sum(n_of[s] for s in ms) > k:
             continue
         t = C + sum(S_of[s] for s in ms) - Tmin
-        drop = rec["sigB"][t] - sig[t, 0] + sum(rec["tabB"][s, t] - tab[s, t, 0] for s in ms)
+        drop = rec.sigB[t] - sig[t, 0] + sum(rec.tabB[s, t] - tab[s, t, 0] for s in ms)
         worst = max(worst, drop)
-    gap = max(rec["sigB"][t] - sig[t, 0]
-              + M * max(rec["tabB"][s, t] - tab[s, t, 0] for s in states)
+    gap = max(rec.sigB[t] - sig[t, 0]
+              + M * max(rec.tabB[s, t] - tab[s, t, 0] for s in states)
               for t in range(sig.shape[0]))
     assert worst > 0.0
     assert worst <= delta * (1 + 1e-12) <= gap * (1 + 1e-12)
@@ -316,24 +328,26 @@ def test_flat_record_keeps_every_leaf_grouped_by_the_branch_of_its_loss():
     """The replays' record holds the search's leaves once each (the same rows as the chunks,
     in chunk order within a group), grouped by the branch of the loss at the search's point:
     f <= 0, then 0 < f <= 15, then f > 15."""
-    from patchassoc.simulations.engines.population.exact import (_SERIES_MARGIN, _envelope_tables,
-                                                         _flatten_record, _states)
-    rec, total, _ = _search(TRAINED, lambda pl: pl.theta)
+    from patchassoc.simulations.engines.population.exact._kernels import (_SERIES_MARGIN,
+                                                                            _envelope_tables,
+                                                                            _flatten_record)
+    from patchassoc.simulations.engines.population.exact.states import _states
+    rec, recording, total, _ = _search(TRAINED, lambda pl: pl.theta)
     L, C, q, p, nu = PROBLEM
-    n = rec["n"][:, 0]
-    assert rec["ti"].shape == (int(n.sum()),) == (int(total[7]),)
+    n = recording.counts[:, 0]
+    assert rec.ti.shape == (int(n.sum()),) == (int(total[COL_LEAVES]),)
     Pd, Qs, R = attention_values(*TRAINED[1:], L, C)
     npos, nneg, _, _, _ = _states(C, q)
     tabT, sig = _envelope_tables(C, L - 1, np.array([[TRAINED[0], Pd, Qs, R]]), p, nu, npos,
                                  nneg)
-    f = sig[rec["ti"], 0] + tabT[rec["st"], rec["ti"][:, None], 0].sum(axis=1)
+    f = sig[rec.ti, 0] + tabT[rec.st, rec.ti[:, None], 0].sum(axis=1)
     group = np.where(f <= 0.0, 0, np.where(f <= _SERIES_MARGIN, 1, 2))
     assert np.all(np.diff(group) >= 0) and len(set(group.tolist())) >= 2
-    rows = {(tuple(s), t, w) for s, t, w in zip(rec["st"].tolist(), rec["ti"].tolist(),
-                                               rec["w"].tolist())}
-    assert len(rows) == len(rec["w"])  # no leaf twice
+    rows = {(tuple(s), t, w) for s, t, w in zip(rec.st.tolist(), rec.ti.tolist(),
+                                               rec.w.tolist())}
+    assert len(rows) == len(rec.w)  # no leaf twice
     # flattening a chunked record of these rows (dealt to chunks round-robin) gives them back
-    K = len(rec["w"])
+    K = len(rec.w)
     cap = -(-K // 16)
     st = np.zeros((16, cap, L - 1), dtype=np.uint8)
     ti = np.zeros((16, cap), dtype=np.int32)
@@ -341,7 +355,7 @@ def test_flat_record_keeps_every_leaf_grouped_by_the_branch_of_its_loss():
     cnt = np.zeros((16, 1), dtype=np.int64)
     for i in range(K):
         c, r = i % 16, cnt[i % 16, 0]
-        st[c, r], ti[c, r], w[c, r] = rec["st"][i], rec["ti"][i], rec["w"][i]
+        st[c, r], ti[c, r], w[c, r] = rec.st[i], rec.ti[i], rec.w[i]
         cnt[c, 0] += 1
     st2, ti2, w2 = _flatten_record(st, ti, w, cnt, tabT, sig)
     assert {(tuple(s), t, x) for s, t, x in zip(st2.tolist(), ti2.tolist(), w2.tolist())} == rows
@@ -349,23 +363,24 @@ def test_flat_record_keeps_every_leaf_grouped_by_the_branch_of_its_loss():
     g2 = np.where(f2 <= 0.0, 0, np.where(f2 <= _SERIES_MARGIN, 1, 2))
     assert np.all(np.diff(g2) >= 0)
     order = [i for gg in (0, 1, 2) for c in range(16) for i in range(c, K, 16) if group[i] == gg]
-    assert np.array_equal(w2, rec["w"][order])  # chunk order within a group
+    assert np.array_equal(w2, rec.w[order])  # chunk order within a group
 
 
 def test_small_enumerations_run_as_one_task_with_the_same_sums():
     """Below ``_SPLIT_MIN`` multisets the enumeration is one task; the split one (forced)
     gives the same columns up to the order of summation."""
-    from patchassoc.simulations.engines.population import exact
+    from patchassoc.simulations.engines.population.exact import count_configurations, evaluator
+    from patchassoc.simulations.engines.population.exact.states import _split_depth
     L, C, q, p, nu = 3, 4, 0.46, 5, 0.03
     k = (L - 1) * C
-    assert exact._split_depth(L - 1, C, k) == 0
+    assert _split_depth(L - 1, C, k) == 0
     one = _run(L, C, q, p, nu, 1.25, 3.3, 3.2, -0.9, k, False)[0]
-    split = exact._split_depth
-    try:
-        exact._split_depth = lambda M, C, k: 1
+    try:  # the name the evaluator calls
+        evaluator._split_depth = lambda M, C, k: 1
         many = _run(L, C, q, p, nu, 1.25, 3.3, 3.2, -0.9, k, False)[0]
     finally:
-        exact._split_depth = split
-    assert one[7] == many[7] == exact.count_configurations(L, C)
-    np.testing.assert_allclose(one[:7], many[:7], rtol=1e-14, atol=0.0)
-    assert exact._split_depth(7, 8, 31) == 2  # the paper's size stays split
+        evaluator._split_depth = _split_depth
+    assert one[COL_LEAVES] == many[COL_LEAVES] == count_configurations(L, C)
+    n = COL_PROBABILITY + 1
+    np.testing.assert_allclose(one[:n], many[:n], rtol=1e-14, atol=0.0)
+    assert _split_depth(7, 8, 31) == 2  # the paper's size stays split

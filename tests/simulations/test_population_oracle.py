@@ -75,6 +75,7 @@ _BREAK_SCRIPT = r"""
 import json, math
 import numpy as np
 from patchassoc.simulations.engines.population import exact
+from patchassoc.simulations.engines.population.exact import _kernels
 from patchassoc.simulations.engines.population.bruteforce import bruteforce_risk
 from patchassoc.theory.invariant import invariant_logits
 from patchassoc.theory.structure import random_partition
@@ -89,14 +90,14 @@ def gap():
     return {"risk": abs(ev.risk - bf.risk) / bf.risk,
             "alpha": abs(ev.grad["alpha"] - bf.grad_alpha) / bf.grad_alpha_abs}
 
-out = {"jit_disabled": not hasattr(exact._act, "py_func"), "clean": gap()}
-act, logistic = exact._act, exact._logistic
-exact._act = lambda z, p, nu: tuple(x * (1.0 + 1e-6) for x in act(z, p, nu))
+out = {"jit_disabled": not hasattr(_kernels._act, "py_func"), "clean": gap()}
+act, logistic = _kernels._act, _kernels._logistic
+_kernels._act = lambda z, p, nu: tuple(x * (1.0 + 1e-6) for x in act(z, p, nu))
 out["act"] = gap()
-exact._act = act
-exact._logistic = lambda m: tuple(x * (1.0 + 1e-6) for x in logistic(m))
+_kernels._act = act
+_kernels._logistic = lambda m: tuple(x * (1.0 + 1e-6) for x in logistic(m))
 out["logistic"] = gap()
-exact._logistic = logistic
+_kernels._logistic = logistic
 out["restored"] = gap()
 print(json.dumps(out))
 """
