@@ -40,7 +40,7 @@ from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.engines.population.bruteforce import bruteforce_risk
 from patchassoc.simulations.engines.population.exact import Evaluator, evaluate, plan, warm_up
 from patchassoc.simulations.engines.sampler import check_sample_size, sample, streams, unit_vector
-from patchassoc.simulations.engines.sampled_descent import initial_parameters
+from patchassoc.simulations.engines.start import initial_parameters
 
 from patchassoc.benchmarks.step_bench import sampled_step_vs_read
 

@@ -7,7 +7,7 @@ copy of the feature w* with that sign) or 0 (noise only). The signal set S_l*, e
 which carries y w*, is boxed; outside it the +-1 patches are the feature noise (each patch with
 probability q/2 per sign). Thin lines separate the sets.
 
-:func:`draw_point` draws the point from a seed (the sampler of
+:func:`patchassoc.simulations.studies.paper_settings.draw_point` draws the point from a seed (the sampler of
 :mod:`patchassoc.simulations.engines.sampler`); :func:`plot` only draws what it is given.
 
 References
@@ -24,35 +24,7 @@ from matplotlib.patches import Rectangle
 
 from patchassoc.figures.style import COLORS, new_figure, save_figure
 
-__all__ = ["draw_point", "plot", "save", "GRID", "WINDOW"]
-
-#: Grid side and set (window) side of the paper's Figure 3.
-GRID, WINDOW = 6, 2
-
-
-def draw_point(seed: int = 0, q: float | None = None, d: int = 64) -> dict:
-    """One (X, y) on the 6 x 6 grid of 2 x 2 sets, summarized by its feature coefficients.
-
-    ``q`` defaults to SPEC's reference scaling ln(d)/D (0.116 for d = 64, D = 36): about four
-    stray copies of the feature among the 32 patches outside the signal set.
-
-    Returns a JSON-ready dict: ``s`` (36 coefficients, row-major), ``y``, ``lstar`` (the signal
-    set), ``sets`` (9 x 4 patch indices), ``q``, ``seed``.
-    """
-    from patchassoc.simulations.engines.sampler import sample, streams, unit_vector
-    from patchassoc.theory.structure import windows
-    if q is None:
-        q = min(1.0, math.log(d) / GRID ** 2)
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"q must lie in [0, 1], got {q}")
-    S = windows((GRID // WINDOW) ** 2, WINDOW ** 2)
-    rng = streams(seed)
-    w = unit_vector(d, rng["feature"])
-    data = sample(1, w, S, q, 1.0 / math.sqrt(d), rng["train"], orthogonal=True)
-    return {"s": data.s[0].astype(int).tolist(), "y": int(data.y[0]),
-            "lstar": int(data.lstar[0]), "sets": S.sets.tolist(), "q": float(q),
-            "seed": int(seed)}
-
+__all__ = ["plot", "save"]
 
 def plot(point: dict):
     """Draw the point of :func:`draw_point`; returns the figure."""

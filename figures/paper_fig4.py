@@ -22,24 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis
+from patchassoc.simulations.studies.paper_settings import COS_LEVEL, cosine, first_step
 
-__all__ = ["plot", "save", "cosine", "first_step", "COS_LEVEL"]
-
-#: The level cos(v, w*) passes early in the paper's Figure 4.
-COS_LEVEL = 0.99
-
-
-def cosine(t) -> np.ndarray:
-    """cos(v, w*) at each recorded step: alpha / sqrt(alpha^2 + ||v_perp||^2) (0 for v = 0)."""
-    norm = np.hypot(np.asarray(t.alpha, dtype=float), np.asarray(t.v_perp_norm, dtype=float))
-    return np.divide(t.alpha, norm, out=np.zeros_like(norm), where=norm > 0)
-
-
-def first_step(steps, mask) -> int | None:
-    """The first recorded step where ``mask`` holds (``None`` if never)."""
-    mask = np.asarray(mask, dtype=bool)
-    return int(np.asarray(steps)[np.argmax(mask)]) if mask.any() else None
-
+__all__ = ["plot", "save"]
 
 def _associated_mask(t, D: int, eps: float) -> np.ndarray:
     if t.topc_rows is None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import patchassoc
+import patchassoc.api
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.engines.population.exact import evaluate
 from patchassoc.theory.structure import Structure
@@ -33,7 +34,7 @@ def test_public_names_exist_and_are_documented_in_numpydoc():
 
 
 def test_docstring_examples_run():
-    result = doctest.testmod(patchassoc, optionflags=doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(patchassoc.api, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 5 and result.failed == 0
 
 

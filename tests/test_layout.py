@@ -48,8 +48,9 @@ LAYER_PREFIXES = {
 TOP_MODULES = {"patchassoc", "patchassoc.api", "patchassoc.__main__"}
 
 #: The allowed arrows between layers (from, to), drawn as
-#:     cli -> studies -> engines -> theory,   cli -> figures,   cli -> benchmarks -> engines,
-#:     studies -> runtime,   engines -> runtime,   figures -> theory,   figures -> runtime,
+#:     cli -> studies -> engines -> theory,   cli -> figures -> studies,
+#:     cli -> benchmarks -> engines,   studies -> runtime,   engines -> runtime,
+#:     figures -> engines, theory, runtime,
 #:     top -> cli, studies, engines, theory, runtime;
 #: a chain may be followed down (cli -> theory is cli -> studies -> engines -> theory in one
 #: step), never up or sideways. An import inside one layer is always allowed; anything not listed
@@ -62,7 +63,10 @@ ALLOWED = {
     ("benchmarks", "engines"), ("benchmarks", "theory"), ("benchmarks", "runtime"),
     ("studies", "engines"), ("studies", "theory"), ("studies", "runtime"),
     ("engines", "theory"), ("engines", "runtime"),
-    ("figures", "theory"), ("figures", "runtime"),
+    # figures sit between the command line and the studies: they draw the results that studies
+    # and engines return or save, and may read their types and constants; nothing below them
+    # (a study, an engine) may draw
+    ("figures", "studies"), ("figures", "engines"), ("figures", "theory"), ("figures", "runtime"),
 }
 #: Nothing may import the bare ``patchassoc.simulations`` package but its parts; it holds no code.
 ALLOWED |= {(layer, "simulations") for layer in ("studies", "engines", "runtime", "top")}

@@ -52,7 +52,7 @@ import numpy as np
 
 from patchassoc.theory.structure import Structure
 
-__all__ = ["attention_values", "invariant_logits", "invariant_attention", "project_invariant",
+__all__ = ["invariant_fraction", "attention_values", "invariant_logits", "invariant_attention", "project_invariant",
            "row_sum", "within_mass", "chain_to_logits", "entry_counts", "gram_to_logits",
            "gram_jacobian", "chain_to_gram"]
 
@@ -169,3 +169,29 @@ def chain_to_gram(ga: float, gb: float, gc: float, x: float, y: float, w: float,
     """Derivatives in (x, y, w) from derivatives in (a, b, c): J^T (ga, gb, gc)."""
     g = gram_jacobian(x, y, w, L, C).T @ np.array([ga, gb, gc], dtype=np.float64)
     return float(g[0]), float(g[1]), float(g[2])
+
+
+# -- claim 2 -----------------------------------------------------------------------------------
+def invariant_fraction(Q: np.ndarray, structure: Structure) -> tuple[float, float]:
+    """(fraction, relative distance) of Q' = Q - row means in the invariant space.
+
+    Pi is the orthogonal projection (Frobenius) onto span(I, B - I, J - B): class means of the
+    diagonal, within-set and across-set entries. fraction = ||Pi Q'||^2 / ||Q'||^2 and the
+    relative distance ||Q' - Pi Q'|| / ||Q'|| = sqrt(1 - fraction).
+    """
+    Q = np.asarray(Q, dtype=np.float64)
+    D = structure.D
+    if Q.shape != (D, D):
+        raise ValueError(f"Q must have shape ({D}, {D}), got {Q.shape}")
+    Qp = Q - Q.mean(axis=1, keepdims=True)
+    B = structure.same_set().astype(bool)
+    eye = np.eye(D, dtype=bool)
+    P = np.zeros_like(Qp)
+    for mask in (eye, B & ~eye, ~B):
+        if mask.any():
+            P[mask] = Qp[mask].mean()
+    total = float((Qp * Qp).sum())
+    if total == 0.0:
+        return 1.0, 0.0  # a constant Q is invariant
+    dist2 = float(((Qp - P) ** 2).sum())
+    return 1.0 - dist2 / total, math.sqrt(dist2 / total)

@@ -159,6 +159,8 @@ def adjusted_rand_index(a: np.ndarray, b: np.ndarray) -> float:
     b = np.asarray(b)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError("labelings must be 1-d arrays of the same length")
+    if a.size == 0:
+        return 1.0  # two empty labelings are the same (empty) partition, as scikit-learn says
     _, ai = np.unique(a, return_inverse=True)
     _, bi = np.unique(b, return_inverse=True)
     table = np.zeros((ai.max() + 1, bi.max() + 1))

@@ -18,7 +18,6 @@ interrupted command exits with status 130 after keeping what it finished.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -26,31 +25,21 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from patchassoc.theory.config import PRESETS, Config, parse_override, preset
+from patchassoc.cli import (main_association, main_bench, main_check, main_grid, main_lemmas,
+                            main_locality, main_paper_figures, main_population,
+                            main_population_eval, main_reproduce, main_scaling, main_seeds,
+                            main_solutions, main_train, main_transfer, main_vit)
 
+from patchassoc.cli.options import nonneg_int
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.results import to_jsonable
 
 __all__ = ["main", "Context", "COMMANDS", "build_parser"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = (
-    "patchassoc.cli.main_train",
-    "patchassoc.cli.main_locality",
-    "patchassoc.cli.main_reproduce",
-    "patchassoc.cli.main_population",
-    "patchassoc.cli.main_population_eval",
-    "patchassoc.cli.main_lemmas",
-    "patchassoc.cli.main_solutions",
-    "patchassoc.cli.main_check",
-    "patchassoc.cli.main_bench",
-    "patchassoc.cli.main_vit",
-    "patchassoc.cli.main_transfer",
-    "patchassoc.cli.main_association",
-    "patchassoc.cli.main_grid",
-    "patchassoc.cli.main_seeds",
-    "patchassoc.cli.main_paper_figures",
-    "patchassoc.cli.main_scaling",
-)
+COMMANDS = (main_train, main_locality, main_reproduce, main_population, main_population_eval,
+            main_lemmas, main_solutions, main_check, main_bench, main_vit, main_transfer,
+            main_association, main_grid, main_seeds, main_paper_figures, main_scaling)
 
 DEFAULT_OUT = Path("patchassoc-out")
 
@@ -87,7 +76,7 @@ def _shared_options() -> argparse.ArgumentParser:
                         f"usually ref)")
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set L=8 --set q=0.2 (repeatable)")
-    g.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default 0)")
+    g.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
     g.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help=f"output folder (default {DEFAULT_OUT}/<command>)")
     g.add_argument("--json", action="store_true",
@@ -96,25 +85,14 @@ def _shared_options() -> argparse.ArgumentParser:
     return shared
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
-
-
 def _load_commands() -> dict[str, Any]:
-    modules = {}
-    for path in COMMANDS:
-        mod = importlib.import_module(path)
-        modules[mod.NAME] = mod
-    return modules
+    return {mod.NAME: mod for mod in COMMANDS}
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+    """The parser and the commands by name. Only the ``chosen`` command (all of them when it is
+    None) gets its own options and its long description: a command imports its study when it
+    builds them, so ``patchassoc --help`` and another command's run load no study."""
     commands = _load_commands()
     parser = _Parser(prog="patchassoc",
                      description="Exact computation and simulation of patch association in "
@@ -123,8 +101,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     shared = _shared_options()
     for name, mod in commands.items():
-        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP, parents=[shared])
-        if hasattr(mod, "add_arguments"):
+        full = chosen is None or name == chosen
+        describe = getattr(mod, "describe", None)
+        p = sub.add_parser(name, help=mod.HELP, parents=[shared],
+                           description=describe() if full and describe else mod.HELP)
+        if full and hasattr(mod, "add_arguments"):
             mod.add_arguments(p)
     return parser, commands
 
@@ -150,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchassoc`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser, commands = build_parser()
+        parser, commands = build_parser(next((a for a in argv if not a.startswith("-")), ""))
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help(sys.stderr)

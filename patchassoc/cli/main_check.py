@@ -4,7 +4,7 @@ threshold | pass.
 Without ``--from`` it computes what is cheap now, as previews: claim 1 at the reference point
 (the claim is a grid: ``patchassoc grid``), claim 2 from one seed (the claim is 10 seeds:
 ``patchassoc seeds``; ``--no-train`` skips it), claim 3 (the solutions at the largest lambda) and
-claim 4 (the sympy lemmas); claims 5-6 are marked ``not run``. ``--from DIR`` reads a
+claim 4 (the sympy lemmas); claims 5-7 are marked ``not run``. ``--from DIR`` reads a
 ``patchassoc reproduce`` folder and computes every claim from its saved results, recomputing
 nothing; a folder made by ``reproduce --quick`` gives previews only.
 
@@ -14,7 +14,7 @@ association, and one that associates fails its claim.
 Exit status 1 when a claim fails. A claim that is ``not run`` is never counted as passed
 (``all_passed`` is false) but fails the command only with ``--strict``, or with ``--from``
 (a reproduction folder should hold every result). A ``preview`` neither passes nor fails.
-Thresholds: :mod:`patchassoc.simulations.studies.claims`.
+The claims and their thresholds live with their studies (:mod:`patchassoc.simulations.studies.registry`).
 
 References
 ----------
@@ -25,14 +25,13 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from patchassoc.simulations.studies import claims as cl
 from patchassoc.simulations.runtime.results import write_json
 
 NAME = "check"
 HELP = ("check the claims of SPEC section 6 (from a reproduction folder with --from, or the "
         "cheap ones now) and print claim | measured | threshold | pass")
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "render", "check", "reproduce_step"]
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
 
 def add_arguments(parser) -> None:
@@ -44,22 +43,9 @@ def add_arguments(parser) -> None:
                         help="a claim that is not run also fails the command")
 
 
-def check(config, seed: int, from_dir: Path | None = None, *, train: bool = True,
-          strict: bool = False, progress: bool = False, log=None,
-          quick: bool | None = None) -> dict:
-    """The claims (from ``from_dir`` or computed now) and their summary. ``quick`` (with
-    ``from_dir``; default: read from the folder) makes every claim a preview."""
-    if from_dir is not None:
-        claims = cl.collect_from(from_dir, quick=quick)
-        strict = True
-    else:
-        claims = cl.collect_live(config, seed, train=train, progress=progress, log=log)
-    out = cl.summarize(claims, strict=strict)
-    out["from"] = None if from_dir is None else str(from_dir)
-    return out
-
-
 def run(ctx) -> dict:
+    from patchassoc.simulations.studies.registry import check  # loads every study
+
     a = ctx.args
     summary = check(ctx.config, ctx.seed, a.from_dir, train=not a.no_train, strict=a.strict,
                     progress=ctx.progress and not ctx.json, log=ctx.log)
@@ -103,18 +89,3 @@ def render(summary: dict) -> str:
     if summary.get("out"):
         lines.append(f"written: {summary['out']}")
     return "\n".join(lines)
-
-
-def reproduce_step(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> dict:
-    """Reproduction step: every claim from the sibling step folders (``out_dir.parent``),
-    written to ``out_dir/check.json``. A claim that fails is a result of the reproduction, not a
-    failure of this step: its exit status is kept as ``claims_exit_status`` (``patchassoc check
-    --from`` exits with it), and the step counts as done once every claim was computed."""
-    out_dir = Path(out_dir)
-    summary = check(config, seed, out_dir.parent, quick=quick)
-    if "exit_status" in summary:
-        summary["claims_exit_status"] = summary.pop("exit_status")
-    write_json(out_dir / "check.json", summary)
-    summary["out"] = str(out_dir / "check.json")
-    summary["figures"] = []
-    return summary

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from patchassoc.simulations.runtime.results import write_json
@@ -27,29 +26,9 @@ def add_arguments(parser) -> None:
                         help="do not write lemmas.json to the output folder")
 
 
-def prove(selection=None, log=None) -> dict:
-    """Prove the selected lemmas (all by default); the JSON-ready summary of the run."""
-    from patchassoc.theory.lemmas import prove_all
-
-    def report(record) -> None:
-        if log is not None:
-            status = "proved" if record.proved else "NOT PROVED"
-            log(f"[lemmas] {record.name} {status} ({record.seconds:.2f} s)")
-
-    t0 = time.perf_counter()
-    records = prove_all(selection, progress=report)
-    seconds = time.perf_counter() - t0
-    all_proved = bool(records) and all(r.proved for r in records)
-    summary = {"lemmas": [r.to_dict() for r in records], "all_proved": all_proved,
-               "n_proved": sum(r.proved for r in records), "n_lemmas": len(records),
-               "n_general": sum(r.proved and r.general for r in records),
-               "instance_only": [{"name": r.name, "scope": r.scope, "proved": r.proved}
-                                 for r in records if not r.general],
-               "seconds": seconds}
-    return summary
-
-
 def run(ctx) -> dict:
+    from patchassoc.simulations.studies.claim4_lemmas import prove  # sympy loads on use
+
     summary = prove(ctx.args.lemmas or None, log=ctx.log)
     if not ctx.args.no_write:
         path = write_json(Path(ctx.out) / "lemmas.json", summary)
@@ -98,20 +77,3 @@ def render(summary: dict) -> str:
     if summary.get("out"):
         lines.append(f"statements and methods: {summary['out']}")
     return "\n".join(lines)
-
-
-def reproduce_step(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> dict:
-    """Reproduction step: prove every lemma and write ``out_dir/lemmas.json``.
-
-    ``config``, ``seed`` and ``quick`` do not change the proofs (they are symbolic). The summary
-    has ``all_proved`` and an empty ``figures`` list (this step draws no figure); the step fails
-    (``exit_status`` 1) when a lemma is not proved.
-    """
-    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else None
-    summary = prove(None, log=log)
-    path = write_json(Path(out_dir) / "lemmas.json", summary)
-    summary["out"] = str(path)
-    summary["figures"] = []
-    if not summary.get("all_proved"):
-        summary["exit_status"] = 1  # reproduce reports the step as failed
-    return summary

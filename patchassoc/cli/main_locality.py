@@ -6,11 +6,6 @@ patch association is spatial locality. The default grid is the reference one (4 
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from patchassoc.theory.config import Config
-
-from patchassoc.simulations.engines.sampled_descent import train
 
 NAME = "locality"
 HELP = ("train with square-window structures on the patch grid and draw the learned attention "
@@ -23,36 +18,12 @@ def add_arguments(parser) -> None:
                              "interior)")
 
 
-def run_locality(config: Config, seed: int, out: Path, progress: bool, queries=None) -> dict:
-    from patchassoc.figures import attention_maps, locality
-
-    cfg = config.replace(structure="windows")
-    if queries is not None:
-        bad = [i for i in queries if not 0 <= i < cfg.D]
-        if bad:
-            raise ValueError(f"query patches must lie in 0..{cfg.D - 1}, got {bad}")
-    result = train(cfg, seed, progress=progress)
-    result.save(out)
-    t = result.trajectory
-    paths = locality.save(t.A, t.steps, result.structure, out, mass=t.mass_mean, queries=queries)
-    paths += attention_maps.save(t.A, t.steps, result.structure, out, mass=t.mass_mean,
-                                 title="Attention maps with square-window sets")
-    summary = result.summary()
-    summary.update(out=str(out), figures=[str(p) for p in paths])
-    if t.status not in ("ok", "converged"):
-        summary["exit_status"] = 1
-    return summary
-
-
 def run(ctx) -> dict:
-    return run_locality(ctx.config, ctx.seed, ctx.out, ctx.progress, ctx.args.queries)
-
-
-def reproduce_step(out: Path, config: Config, seed: int, quick: bool, progress: bool) -> dict:
-    """Reproduction step: the windows run and the locality figure."""
-    if quick:  # a preview: no claim depends on this run
-        config = config.replace(n_test=min(config.n_test, 2000), steps=min(config.steps, 300))
-    return run_locality(config, seed, out, progress)
+    from patchassoc.figures.catalog import draw
+    from patchassoc.simulations.studies.spatial_locality import run_locality
+    outcome = run_locality(ctx.config, ctx.seed, ctx.out, ctx.progress, ctx.args.queries)
+    outcome.summary["figures"] = draw("locality", outcome, ctx.out)
+    return outcome.summary
 
 
 def render(summary: dict) -> str:

@@ -7,41 +7,21 @@ error. ``--convergence`` also runs sampled-data GD for growing N in the paper's 
 orthogonal to w*, d and sigma of the config, diagonal fixed; a sigma = 0 control beside it) and
 draws their distance to the population trajectory.
 
-Convergence cost (measured on the shared 2-core machine at load 10-20, so wall times are
-inflated; CPU times are the better guide): the full study (7 N from 250 to 16000, 8 seeds,
-300 steps, d = 256, with the sigma = 0 control) took 4231 s wall, 895 s CPU for the whole
-command; ``--quick`` (then 3 N up to 1000, 4 seeds, 150 steps) took 283 s wall, 44 s CPU for the
-whole command, Numba compilation included; it is now 2 N and 3 seeds (about a third of the
-sampled work) to fit ``reproduce --quick`` in its 2-minute budget. The sampled runs at d = 256
-are ~92 % of the cost. In a full ``reproduce`` the whole study ran in 538 s wall (524 s of
-it the convergence study), so the reproduction's own step (``convergence``, separate from
-``population``) stops at N = 2000 (``REPRODUCE_NS``); the cost is linear in N.
-
-Steps. The population dynamics associate patches more slowly than the sampled ones at the
-reference step sizes: at the ``ref`` preset the within-set mass crosses 0.95 at about step 2250
-(measured), past ``config.steps``. So this command runs ``DEFAULT_STEPS`` steps unless
+Steps: ``DEFAULT_STEPS`` (:mod:`patchassoc.simulations.studies.population_run`) unless
 ``--steps`` or ``--set steps=...`` says otherwise.
 """
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from patchassoc.theory.config import Config
-
-from patchassoc.simulations.studies.sampled_convergence import (DEFAULT_NS, DEFAULT_SEEDS, QUICK_NS, QUICK_SEEDS,
-                                      QUICK_STEPS, REPRODUCE_NS, STUDY_STEPS, run_convergence)
-from patchassoc.simulations.engines.population.trajectory import PopulationResult, run_population
 
 NAME = "population"
 HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attention, no "
         "projection noise); writes results and figures")
 
-#: Default number of population steps (see the module notes).
-DEFAULT_STEPS = 3000
-
-
 def add_arguments(parser) -> None:
+    from patchassoc.simulations.studies.population_run import DEFAULT_STEPS
+    from patchassoc.simulations.studies.sampled_convergence import DEFAULT_NS, REPRODUCE_NS
     parser.add_argument("--steps", type=int, default=None,
                         help=f"gradient steps (default {DEFAULT_STEPS}, or --set steps=...)")
     parser.add_argument("--tol", type=float, default=None,
@@ -70,6 +50,7 @@ def _sample_sizes(text: str) -> tuple[int, ...]:
 
 
 def _steps(ctx) -> int:
+    from patchassoc.simulations.studies.population_run import DEFAULT_STEPS
     if ctx.args.steps is not None:
         if ctx.args.steps < 0:
             raise ValueError("--steps must be >= 0")
@@ -77,59 +58,27 @@ def _steps(ctx) -> int:
     return ctx.config.steps if "steps" in ctx.overrides else DEFAULT_STEPS
 
 
-def write_figures(result: PopulationResult, folder: Path) -> list[str]:
-    from patchassoc.figures import population_dynamics
-    return [str(p) for p in population_dynamics.save(result, folder)]
-
-
-def run_dynamics(config: Config, seed: int, out: Path, progress: bool, steps: int,
-                 tol: float | None = None, figures: bool = True) -> dict:
-    result = run_population(config, seed, steps=steps, tol=tol, progress=progress)
-    result.save(out)
-    summary = result.summary()
-    summary["out"] = str(out)
-    summary["figures"] = write_figures(result, out) if figures else []
-    if result.trajectory.status != "ok":
-        summary["exit_status"] = 1
-    return summary
-
-
-def run_convergence_step(config: Config, seed: int, out: Path, progress: bool, quick: bool,
-                         figures: bool = True, Ns=None) -> dict:
-    """The convergence study in the paper's setting (noise orthogonal to w*, the config's d and
-    sigma, diagonal fixed): :mod:`..population.convergence`. ``Ns`` defaults to ``QUICK_NS``
-    (quick) or ``DEFAULT_NS``."""
-    if quick:
-        res = run_convergence(config, seed, Ns=Ns or QUICK_NS, n_seeds=QUICK_SEEDS,
-                              steps=QUICK_STEPS, progress=progress)
-    else:
-        res = run_convergence(config, seed, Ns=Ns or DEFAULT_NS, n_seeds=DEFAULT_SEEDS,
-                              steps=STUDY_STEPS, progress=progress)
-    res.save(out)
-    summary = res.summary()
-    summary["out"] = str(out)
-    if figures:
-        from patchassoc.figures import convergence
-        summary["figures"] = [str(p) for p in convergence.save(res, out)]
-    else:
-        summary["figures"] = []
-    return summary
-
-
 def run(ctx) -> dict:
+    from patchassoc.figures.catalog import draw
+    from patchassoc.simulations.studies.population_run import run_dynamics
+    from patchassoc.simulations.studies.sampled_convergence import run_convergence_step
     steps = _steps(ctx)
     figures = not ctx.args.no_figures
-    summary = run_dynamics(ctx.config, ctx.seed, ctx.out, ctx.progress, steps, ctx.args.tol,
-                           figures)
+    outcome = run_dynamics(ctx.config, ctx.seed, ctx.out, ctx.progress, steps, ctx.args.tol)
+    summary = outcome.summary
+    if figures:
+        summary["figures"] = draw("population", outcome, ctx.out)
     if summary.get("exit_status"):
         print(f"patchassoc: population dynamics stopped: {summary['status']}; the recorded "
               f"steps were saved to {ctx.out}", file=sys.stderr)
     if ctx.args.convergence:
         ctx.log("[population] sampled runs for growing N ...")
         conv = run_convergence_step(ctx.config, ctx.seed, ctx.out / "convergence", ctx.progress,
-                                    ctx.args.quick, figures, ctx.args.ns)
-        summary["convergence"] = conv
-        summary["figures"] = summary["figures"] + conv["figures"]
+                                    ctx.args.quick, ctx.args.ns)
+        if figures:
+            conv.summary["figures"] = draw("convergence", conv, ctx.out / "convergence")
+        summary["convergence"] = conv.summary
+        summary["figures"] = summary["figures"] + conv.summary["figures"]
     return summary
 
 
@@ -176,20 +125,3 @@ def render(s: dict) -> str:
                 lines.append(f"    slope of {name}: {fit['slope']:.3f} "
                              f"(95% CI {fit['ci_low']:.3f} to {fit['ci_high']:.3f})")
     return "\n".join(lines)
-
-
-def reproduce_population(out_dir: Path, config: Config, seed: int, quick: bool,
-                         progress: bool) -> dict:
-    """Reproduction step ``population``: the population dynamics (``DEFAULT_STEPS`` steps, into
-    ``out_dir``). Raises ValueError (with the cost) when the config is too large for complete
-    enumeration at every step (e.g. D = 64)."""
-    return run_dynamics(config, seed, Path(out_dir), progress, DEFAULT_STEPS)
-
-
-def reproduce_convergence(out_dir: Path, config: Config, seed: int, quick: bool,
-                          progress: bool) -> dict:
-    """Reproduction step ``convergence``: the sampled-vs-population distance against N
-    (``quick``: ``QUICK_NS``, ``QUICK_SEEDS`` seeds, ``QUICK_STEPS`` steps; otherwise
-    ``REPRODUCE_NS`` (250 to 2000), ``DEFAULT_SEEDS`` seeds, ``STUDY_STEPS`` steps)."""
-    return run_convergence_step(config, seed, Path(out_dir), progress, quick,
-                                Ns=None if quick else REPRODUCE_NS)

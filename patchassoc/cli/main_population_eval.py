@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 
-from patchassoc.simulations.engines.population.exact import MAX_CONFIGURATIONS, evaluate, plan, warm_up
 
 NAME = "population-eval"
 HELP = ("exact population risk, zero-one error, Bayes error and gradient in (alpha, a, b, c) "
@@ -24,6 +23,7 @@ HELP = ("exact population risk, zero-one error, Bayes error and gradient in (alp
 
 
 def add_arguments(parser) -> None:
+    from patchassoc.simulations.engines.population.exact import MAX_CONFIGURATIONS
     parser.add_argument("--alpha", type=float, required=True, help="alpha = <v, w*>")
     parser.add_argument("--a", type=float, required=True, help="diagonal logit")
     parser.add_argument("--b", type=float, required=True, help="within-set logit")
@@ -39,6 +39,7 @@ def add_arguments(parser) -> None:
 
 
 def run(ctx) -> dict:
+    from patchassoc.simulations.engines.population.exact import evaluate, plan, warm_up
     cfg, args = ctx.config, ctx.args
     if args.max_configurations < 1:
         raise ValueError("--max-configurations must be >= 1")

@@ -18,20 +18,13 @@ SPEC section 6, claim 2.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from patchassoc.simulations.runtime.results import write_json
 
 NAME = "seeds"
 HELP = ("claim 2 over seeds (diagonal fixed): pass rate with a Wilson interval, invariance of "
         "Q_T - Q_0 against random partitions; the paper's Fig. 2 control (--jobs, --dask)")
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "render", "compute", "reproduce_step",
-           "QUICK_OVERRIDES"]
-
-#: The quick preview's reduced training (a smoke run of the machinery, not the claim).
-QUICK_OVERRIDES = dict(d=64, n_train=1000, n_test=2000, steps=300)
-
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
 def add_arguments(parser) -> None:
     parser.add_argument("--seeds", type=int, default=None,
@@ -46,41 +39,21 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-figures", action="store_true", help="skip the control figure")
 
 
-def compute(config, out: Path, *, n_seeds=None, quick: bool = False, jobs: int = 1, dask=None,
-            control: bool = True, figures: bool = True, first_seed: int = 0,
-            progress: bool = False) -> dict:
-    """Train the seeds (and the control pair) into ``out``; the JSON-ready summary."""
-    from patchassoc.simulations.studies import claim2_seeds as cs
-    out = Path(out)
-    n = n_seeds or (cs.QUICK_SEEDS if quick else cs.N_SEEDS)
-    if n < 1:
-        raise ValueError("--seeds must be >= 1")
-    if quick:
-        config = config.replace(**QUICK_OVERRIDES)
-    cfg = config.replace(diagonal="fixed", param="logits")
-    res = cs.run_seeds(cfg, range(first_seed, first_seed + n), out / "seeds", jobs=jobs,
-                       dask=dask, progress=progress)
-    summary = cs.seeds_summary(res["records"], quick=quick or n < cs.N_SEEDS)
-    summary.update(records=res["records"], wall_seconds=res["seconds"], quick=bool(quick),
-                   config=res["config"], out=str(out), figures=[], control=None)
-    if control:
-        from patchassoc.simulations.studies.fig2_control import run_pair
-        pair = run_pair(cfg, seed=first_seed, out=out / "control", progress=progress)
-        summary["control"] = pair
-        if figures:
-            from patchassoc.figures import gaussian_cnn as fig
-            summary["figures"] = [str(p) for p in fig.main(out / "control", out)]
-    write_json(out / "seeds.json", summary)
-    return summary
-
-
 def run(ctx) -> dict:
+    from patchassoc.figures.catalog import draw
+    from patchassoc.simulations.studies.claim2_seeds import compute
+    from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
     if a.jobs < 1:
         raise ValueError("--jobs must be >= 1")
-    return compute(ctx.config, ctx.out, n_seeds=a.seeds, quick=a.quick, jobs=a.jobs,
-                   dask=a.dask, control=not a.no_control, figures=not a.no_figures,
-                   first_seed=ctx.seed, progress=ctx.progress and not ctx.json)
+    summary = compute(ctx.config, ctx.out, n_seeds=a.seeds, quick=a.quick, jobs=a.jobs,
+                      dask=a.dask, control=not a.no_control, first_seed=ctx.seed,
+                      progress=ctx.progress and not ctx.json)
+    if summary.get("control") and not a.no_figures:
+        summary["figures"] = draw("seeds", Outcome(summary, {"control": ctx.out / "control"}),
+                                  ctx.out)
+        write_json(ctx.out / "seeds.json", summary)
+    return summary
 
 
 def render(s: dict) -> str:
@@ -108,42 +81,3 @@ def render(s: dict) -> str:
         lines.append(f"  control {'fails association (ok)' if c['control_ok'] else 'ASSOCIATES: the claim fails'}")
     lines += [f"figure: {p}" for p in s.get("figures", [])]
     return "\n".join(lines)
-
-
-def reproduce_step(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> dict:
-    """Reproduction step: the seeds (2 at a time) and the control."""
-    from patchassoc.simulations.studies.claim5_transfer.sweep import default_jobs
-    summary = compute(config, out_dir, quick=quick, jobs=min(2, default_jobs()),
-                      first_seed=seed, progress=progress)
-    summary.pop("records", None)
-    return summary
-
-
-def figure_readings(s: dict) -> dict[str, str]:
-    """The report's reading of the control figure and the seeds, decided by the numbers."""
-    c = s.get("control")
-    if not c:
-        return {}
-    ctl, st = c["control"], c["structured"]
-    lo, hi = s.get("wilson") or (None, None)
-    seeds_text = (f"Over {s.get('n_seeds')} seeds of the reference model with the diagonal fixed, "
-                  f"{s.get('n_passed')} pass (Def. 2.2 in every row, share_min >= 0.75, test "
-                  f"error <= 2 x Bayes + 0.001), Wilson 95 % interval "
-                  f"[{lo:.3f}, {hi:.3f}]: " if lo is not None else "")
-    if s.get("preview"):
-        seeds_text += "a reduced run, so a preview that decides nothing. "
-    elif lo is not None:
-        seeds_text += ("the lower end reaches 0.7, claim 2's rule is met. " if lo >= 0.7 else
-                       "the lower end is below 0.7, claim 2's rule is NOT met. ")
-    verdict = ("it does not associate, as the control must" if c.get("control_ok") else
-               "it ASSOCIATES, so the control fails claim 2")
-    return {"gaussian_cnn": (
-        seeds_text + f"Control (the paper's Fig. 2 data: i.i.d. Gaussian patches on a 4 x 4 grid, "
-        f"labels from a cubic CNN over the 2 x 2 windows): the same model reaches test error "
-        f"{100 * ctl['test_error']:.1f} %, Def. 2.2 holds in {ctl['assoc_topc_rows']} of "
-        f"{ctl['assoc_D']} rows against the windows, the share min is "
-        f"{ctl['assoc_share_min']:.3f} and the sets recovered from its attention have ARI "
-        f"{ctl['ari_top_c']:.2f}: {verdict}. On structured data with the same windows it reaches "
-        f"{100 * st['test_error']:.2f} %, Def. 2.2 in {st['assoc_topc_rows']} of "
-        f"{st['assoc_D']} rows, share min {st['assoc_share_min']:.3f}, ARI "
-        f"{st['ari_top_c']:.2f}.")}

@@ -20,18 +20,14 @@ import math
 from pathlib import Path
 
 from patchassoc.theory import solutions as th
-from patchassoc.theory.config import Config
 
-from patchassoc.simulations.studies.claim3_solutions import (ALT_Q, DEFAULT_LAMBDAS, GD_STEPS, MC_SAMPLES, QUICK_GD_STEPS,
-                         QUICK_LAMBDAS, alt_config, solutions_table)
 
 NAME = "solutions"
 HELP = ("explicit solutions (block-uniform, identity, uniform, wrong partition, shifted blocks) "
         "and the GD solutions: certified population risk and error next to the exact Bayes "
         "error, association, generalization; figure against lambda")
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "render", "compute", "reproduce_step",
-           "render_table"]
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render", "render_table"]
 
 
 def _lambdas(text: str) -> tuple[float, ...]:
@@ -45,6 +41,7 @@ def _lambdas(text: str) -> tuple[float, ...]:
 
 
 def add_arguments(parser) -> None:
+    from patchassoc.simulations.studies.claim3_solutions import ALT_Q, DEFAULT_LAMBDAS, GD_STEPS, MC_SAMPLES, QUICK_GD_STEPS
     parser.add_argument("--lambdas", default=None, metavar="L1,L2,...",
                         help="lambda grid (default " + ",".join(f"{x:g}" for x in DEFAULT_LAMBDAS)
                              + "); the table reports the largest")
@@ -65,66 +62,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
 
 
-def _load_train(folder: Path | None, config: Config, seed: int):
-    """A saved TrainResult usable for the sampled row (same sizes, logits, seed), else None."""
-    if folder is None:
-        return None
-    from patchassoc.simulations.engines.sampled_descent import TrainResult
-    folder = Path(folder)
-    if not (folder / "metrics.json").exists():
-        raise FileNotFoundError(f"{folder} is not a `patchassoc train` result folder")
-    tr = TrainResult.load(folder)
-    c = tr.config
-    if (c.L, c.C, c.q, c.param, tr.seed) != (config.L, config.C, config.q, "logits", seed):
-        raise ValueError(f"{folder} was trained with L={c.L}, C={c.C}, q={c.q:.4g}, "
-                         f"param={c.param}, seed {tr.seed}; need L={config.L}, C={config.C}, "
-                         f"q={config.q:.4g}, logits, seed {seed}")
-    return tr
-
-
-def compute(config: Config, seed: int, out: Path, *, lambdas=None, alpha=None, gd_steps=None,
-            alt_q: float | None = ALT_Q, sampled: bool = True, train_result=None,
-            mc_samples: int = MC_SAMPLES, quick: bool = False, figures: bool = True,
-            progress: bool = False, label: str = "ref") -> dict:
-    """Compute, save and draw the tables of ``main`` (and ``alt`` unless ``alt_q`` is None)."""
-    out = Path(out)
-    lambdas = lambdas or (QUICK_LAMBDAS if quick else DEFAULT_LAMBDAS)
-    gd_steps = gd_steps or (QUICK_GD_STEPS if quick else GD_STEPS)
-    if mc_samples < 2:
-        raise ValueError("--mc-samples must be >= 2")
-    summary: dict = {"out": str(out), "configs": {}, "figures": []}
-    plan = [("main", config, sampled, label)]
-    if alt_q is not None:
-        if not 0.0 <= alt_q <= 1.0:
-            raise ValueError(f"--alt-q must lie in [0, 1], got {alt_q}")
-        plan.append(("alt", alt_config(config, alt_q), False, f"alt (q={alt_q:g})"))
-    for key, cfg, with_sampled, lab in plan:
-        res, pop = solutions_table(cfg, seed, label=lab, lambdas=lambdas, alpha=alpha,
-                                   gd_steps=gd_steps, sampled=with_sampled,
-                                   train_result=train_result if key == "main" else None,
-                                   mc_samples=mc_samples, progress=progress)
-        res.save(out / key)
-        pop.save(out / key / "population_gd")
-        s = res.summary()
-        s["out"] = str(out / key)
-        summary["configs"][key] = s
-        if figures:
-            from patchassoc.figures import solutions_lambda as fig
-            summary["figures"] += [str(p) for p in fig.save(res, out, f"solutions_lambda_{key}")]
-    return summary
-
-
 def run(ctx) -> dict:
+    from patchassoc.figures.catalog import draw
+    from patchassoc.simulations.studies.claim3_solutions import _load_train, compute
     a = ctx.args
     if a.gd_steps is not None and a.gd_steps < 1:
         raise ValueError("--gd-steps must be >= 1")
     train_result = _load_train(a.train_from, ctx.config, ctx.seed)
-    return compute(ctx.config, ctx.seed, ctx.out,
-                   lambdas=_lambdas(a.lambdas) if a.lambdas else None, alpha=a.alpha,
-                   gd_steps=a.gd_steps, alt_q=None if a.no_alt else a.alt_q,
-                   sampled=not a.no_sampled, train_result=train_result,
-                   mc_samples=a.mc_samples, quick=a.quick, figures=not a.no_figures,
-                   progress=ctx.progress and not ctx.json, label=ctx.preset_name)
+    outcome = compute(ctx.config, ctx.seed, ctx.out,
+                      lambdas=_lambdas(a.lambdas) if a.lambdas else None, alpha=a.alpha,
+                      gd_steps=a.gd_steps, alt_q=None if a.no_alt else a.alt_q,
+                      sampled=not a.no_sampled, train_result=train_result,
+                      mc_samples=a.mc_samples, quick=a.quick,
+                      progress=ctx.progress and not ctx.json, label=ctx.preset_name)
+    if not a.no_figures:
+        outcome.summary["figures"] = draw("solutions", outcome, ctx.out)
+    return outcome.summary
 
 
 def _fmt(x, spec=".4g"):
@@ -202,24 +155,3 @@ def render(summary: dict) -> str:
     blocks = [render_table(configs[k]) for k in order]
     tail = [f"results: {summary['out']}"] + [f"figure: {p}" for p in summary["figures"]]
     return "\n\n".join(blocks) + "\n\n" + "\n".join(tail)
-
-
-def reproduce_step(out_dir: Path, config: Config, seed: int, quick: bool,
-                   progress: bool) -> dict:
-    """Reproduction step: the reference table and figure (``main/``; claim 3 reads it). The
-    alternative configuration ``alt/`` (41 CPU-s, a population GD run of 10,000 steps) is left
-    to ``patchassoc solutions``, to keep the reproduction within its time budget.
-
-    The sampled-data row reuses the sibling ``train/`` result of the reproduction when it was
-    trained with the same sizes, q, logits and seed; otherwise it trains.
-    """
-    out_dir = Path(out_dir)
-    train_result = None
-    sibling = out_dir.parent / "train"
-    if (sibling / "metrics.json").exists():
-        try:
-            train_result = _load_train(sibling, config, seed)
-        except ValueError:
-            train_result = None
-    return compute(config, seed, out_dir, quick=quick, train_result=train_result, alt_q=None,
-                   progress=progress)

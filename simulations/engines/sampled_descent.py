@@ -42,6 +42,7 @@ from patchassoc.theory.structure import Structure, build_structure, within_set_m
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
+from patchassoc.simulations.engines.start import initial_parameters, record_steps
 from patchassoc.simulations.engines.sampler import Sample, check_sample_size, draw, draw_target, streams
 
 __all__ = ["TrainResult", "Trajectory", "gradient_descent", "train", "record_steps",
@@ -49,24 +50,6 @@ __all__ = ["TrainResult", "Trajectory", "gradient_descent", "train", "record_ste
 
 #: Level eps at which sampled runs report association (SPEC section 3: 0.25 for sampled runs).
 ASSOCIATION_EPS = 0.25
-
-
-def record_steps(steps: int, records: int) -> np.ndarray:
-    """Step 0, then ``records - 1`` log-spaced steps up to ``steps`` (unique integers)."""
-    if steps == 0:
-        return np.zeros(1, dtype=np.int64)
-    grid = np.geomspace(1, steps, max(1, records - 1))
-    return np.unique(np.concatenate([[0], np.rint(grid).astype(np.int64), [steps]]))
-
-
-def initial_parameters(config: Config, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """v0 ~ N(0, omega^2 I_d) and the attention parameter: Q0 = kappa I, or P0 = sqrt(kappa) I."""
-    v0 = config.omega * rng.standard_normal(config.d)
-    if config.param == "gram":
-        theta0 = math.sqrt(config.kappa) * np.eye(config.D)
-    else:
-        theta0 = config.kappa * np.eye(config.D)
-    return v0, theta0
 
 
 @dataclass(frozen=True, eq=False)

@@ -4,6 +4,8 @@ import os
 import time
 from pathlib import Path
 
+from patchassoc.simulations.studies.study import Outcome, Study
+
 
 def _meet(out: Path, me: str, other: str, timeout: float = 60.0) -> bool:
     """Mark ``me`` as started and wait until ``other`` has started too (False on timeout)."""
@@ -22,37 +24,51 @@ def _env() -> dict:
             "numba_threads": numba.get_num_threads(), "pid": os.getpid()}
 
 
-def reproduce_first(out, config, seed, quick, progress):
+def first(out, config, seed, quick, progress):
     print("first is running", flush=True)
-    return {"saw_other_start": _meet(out, "first", "second"), "env": _env(), "figures": []}
+    return Outcome({"saw_other_start": _meet(out, "first", "second"), "env": _env(),
+                    "figures": []})
 
 
-def reproduce_second(out, config, seed, quick, progress):
-    return {"saw_other_start": _meet(out, "second", "first"), "env": _env(), "figures": []}
+def second(out, config, seed, quick, progress):
+    return Outcome({"saw_other_start": _meet(out, "second", "first"), "env": _env(),
+                    "figures": []})
 
 
-def reproduce_reader(out, config, seed, quick, progress):
-    return {"read": {n: (out.parent / n / "step.json").exists() for n in ("first", "second")},
-            "env": _env(), "figures": []}
+def reader(out, config, seed, quick, progress):
+    return Outcome({"read": {n: (out.parent / n / "step.json").exists()
+                             for n in ("first", "second")}, "env": _env(), "figures": []})
 
 
-def reproduce_crash(out, config, seed, quick, progress):
+def crash(out, config, seed, quick, progress):
     os._exit(3)
 
 
 def _stamp(out, hold: float) -> dict:
     start = time.time()
     time.sleep(hold)
-    return {"start": start, "end": time.time(), "figures": []}
+    return Outcome({"start": start, "end": time.time(), "figures": []})
 
 
-def reproduce_stamp_a(out, config, seed, quick, progress):
+def stamp_a(out, config, seed, quick, progress):
     return _stamp(out, 1.5)
 
 
-def reproduce_stamp_b(out, config, seed, quick, progress):
+def stamp_b(out, config, seed, quick, progress):
     return _stamp(out, 0.1)
 
 
-def reproduce_stamp_c(out, config, seed, quick, progress):
+def stamp_c(out, config, seed, quick, progress):
     return _stamp(out, 1.5)
+
+
+#: The studies of the side-by-side test: first and second overlap, reader reads them (and the
+#: crashing one), crash dies.
+SIDE_BY_SIDE = (Study("first", "waits for second", first, cost=3),
+                Study("second", "waits for first", second, cost=2),
+                Study("reader", "reads first", reader, inputs=("first", "second", "crash")),
+                Study("crash", "dies", crash, cost=1))
+#: The studies of the kernel-family test.
+FAMILIES = (Study("stamp_a", "family k", stamp_a, cost=3, kernels=("k",)),
+            Study("stamp_b", "family k too", stamp_b, cost=2, kernels=("k",)),
+            Study("stamp_c", "family j", stamp_c, cost=1, kernels=("j",)))

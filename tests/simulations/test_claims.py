@@ -7,10 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from patchassoc.simulations.studies import claims as cl
 from patchassoc.cli.main import main
+from patchassoc.simulations.studies import (claim1_grid, claim2_seeds, claim3_solutions,
+                                            claim4_lemmas, claim6_vit, registry, verdicts)
+from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_transfer
 from patchassoc.simulations.runtime.results import write_json
-from patchassoc.theory.invariant import invariant_logits
+from patchassoc.theory.invariant import invariant_fraction, invariant_logits
 from patchassoc.theory.solutions import pattern
 from patchassoc.theory.structure import random_partition
 
@@ -41,50 +43,50 @@ def _grid(regime_pass=(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), ref_pass=True, quick=False
 
 def test_claim1_on_the_grid():
     S = _S()
-    ok = cl.claim1(_grid(), S)
+    ok = claim1_grid.claim1(_grid(), S)
     assert ok["status"] == "pass" and ok["passed"]
     # 10 of 11 regime points pass (91 %): still >= 90 %; 9 of 11 (82 %) fails
-    assert cl.claim1(_grid(regime_pass=(1,) * 9 + (0,)), S)["passed"]
-    low = cl.claim1(_grid(regime_pass=(1,) * 8 + (0, 0)), S)
+    assert claim1_grid.claim1(_grid(regime_pass=(1,) * 9 + (0,)), S)["passed"]
+    low = claim1_grid.claim1(_grid(regime_pass=(1,) * 8 + (0, 0)), S)
     assert low["status"] == "fail" and "(8, 2, 1024)" not in low["detail"]
     assert "(11, 2, 1024)" in low["detail"] and "(12, 2, 1024)" in low["detail"]
-    assert cl.claim1(_grid(ref_pass=False), S)["status"] == "fail"
+    assert claim1_grid.claim1(_grid(ref_pass=False), S)["status"] == "fail"
     # every control appears, and fails association
     ctl = ok["values"]["controls"]
     assert {c["name"] for c in ctl} == {"identity-heavy", "identity", "uniform",
                                          "wrong-partition"}
     assert all(c["ok"] and not c["associated"] for c in ctl)
     # a quick grid is a preview: never passed, whatever its numbers
-    q = cl.claim1(_grid(quick=True), S)
+    q = claim1_grid.claim1(_grid(quick=True), S)
     assert q["status"] == "preview" and not q["passed"] and q["values"]["preview_of"] == "pass"
-    assert cl.claim1(None)["status"] == "not run"
+    assert claim1_grid.claim1(None)["status"] == "not run"
 
 
 def test_claim1_single_point_uses_error_plus_bound():
-    point = cl.claim1_point(_pop(error=0.00135 * 1.3 + 1e-4, bound=1e-4))
+    point = claim1_grid.claim1_point(_pop(error=0.00135 * 1.3 + 1e-4, bound=1e-4))
     assert point["passed"]
-    assert not cl.claim1_point(_pop(error=0.00135 * 1.3 + 1e-4, bound=0.0))["passed"]
-    assert not cl.claim1_point(_pop(rows=15))["passed"]
-    rec = cl.claim1(None, _S(), _pop())
+    assert not claim1_grid.claim1_point(_pop(error=0.00135 * 1.3 + 1e-4, bound=0.0))["passed"]
+    assert not claim1_grid.claim1_point(_pop(rows=15))["passed"]
+    rec = claim1_grid.claim1(None, _S(), _pop())
     assert rec["status"] == "preview" and not rec["passed"]  # one point is not the grid
 
 
 def test_invariant_fraction():
     S = _S()
     Q = invariant_logits(3.0, 2.5, -0.7, S)
-    frac, dist = cl.invariant_fraction(Q, S)
+    frac, dist = invariant_fraction(Q, S)
     assert abs(frac - 1.0) <= FRACTION_ABS and dist <= 1e-6
     # per-row shifts are invisible to softmax and to the measure
     shifted = Q + np.arange(S.D)[:, None]
-    assert abs(cl.invariant_fraction(shifted, S)[0] - 1.0) <= FRACTION_ABS
+    assert abs(invariant_fraction(shifted, S)[0] - 1.0) <= FRACTION_ABS
     # block pattern of another partition: mostly outside the invariant space
     wrong = 4.0 * pattern("wrong", S)
-    assert cl.invariant_fraction(wrong, S)[0] < 0.3
+    assert invariant_fraction(wrong, S)[0] < 0.3
     rng = np.random.default_rng(0)
     noise = rng.standard_normal((S.D, S.D))
-    frac_noise, dist_noise = cl.invariant_fraction(noise, S)
+    frac_noise, dist_noise = invariant_fraction(noise, S)
     assert frac_noise < 0.1 and abs(dist_noise - math.sqrt(1 - frac_noise)) <= 1e-12
-    assert cl.invariant_fraction(np.zeros((S.D, S.D)), S) == (1.0, 0.0)
+    assert invariant_fraction(np.zeros((S.D, S.D)), S) == (1.0, 0.0)
 
 
 def _seeds(passes=(True,) * 10, control_associates=False, quick=False):
@@ -103,16 +105,16 @@ def _seeds(passes=(True,) * 10, control_associates=False, quick=False):
 def test_claim2_wilson_rule_and_controls():
     from patchassoc.simulations.studies.claim2_seeds import wilson_interval
     S = _S()
-    ok = cl.claim2(_seeds(), {"slope": -0.48, "slope_ci": [-0.6, -0.4]}, S)
+    ok = claim2_seeds.claim2(_seeds(), {"slope": -0.48, "slope_ci": [-0.6, -0.4]}, S)
     assert ok["status"] == "pass" and "slope -0.480" in ok["measured"]
     assert wilson_interval(10, 10)[0] > 0.7 > wilson_interval(9, 10)[0]
-    nine = cl.claim2(_seeds(passes=(True,) * 9 + (False,)), None, S)
+    nine = claim2_seeds.claim2(_seeds(passes=(True,) * 9 + (False,)), None, S)
     assert nine["status"] == "fail" and "failing seeds: 9" in nine["detail"]
-    leaky = cl.claim2(_seeds(control_associates=True), None, S)
+    leaky = claim2_seeds.claim2(_seeds(control_associates=True), None, S)
     assert leaky["status"] == "fail"
     assert {c["name"] for c in leaky["values"]["controls"]} >= {"gaussian-cnn", "identity-heavy"}
-    assert cl.claim2(_seeds(quick=True), None, S)["status"] == "preview"
-    assert cl.claim2(None)["status"] == "not run"
+    assert claim2_seeds.claim2(_seeds(quick=True), None, S)["status"] == "preview"
+    assert claim2_seeds.claim2(None)["status"] == "not run"
 
 
 def _solutions(shifted_err=0.0014, gd_topc=True, control_ok=True):
@@ -133,49 +135,48 @@ def _solutions(shifted_err=0.0014, gd_topc=True, control_ok=True):
 
 
 def test_claim3():
-    ok = cl.claim3(_solutions())
+    ok = claim3_solutions.claim3(_solutions())
     assert ok["passed"] and ok["values"]["disjoint_generalizing"] == ["shifted"]
     assert "same f" in ok["detail"]
     assert [c["name"] for c in ok["values"]["controls"]] == ["identity"]  # not the reference
-    assert not cl.claim3(_solutions(shifted_err=0.00135 * 1.31))["passed"]
-    assert not cl.claim3(_solutions(gd_topc=False))["passed"]
-    assert not cl.claim3(_solutions(control_ok=False))["passed"]
-    assert cl.claim3({"rows": []})["status"] == "not run"
+    assert not claim3_solutions.claim3(_solutions(shifted_err=0.00135 * 1.31))["passed"]
+    assert not claim3_solutions.claim3(_solutions(gd_topc=False))["passed"]
+    assert not claim3_solutions.claim3(_solutions(control_ok=False))["passed"]
+    assert claim3_solutions.claim3({"rows": []})["status"] == "not run"
 
 
-def test_claim4_and_missing_helpers():
+def test_claim4_and_missing_results(tmp_path):
     ok = {"all_proved": True, "n_proved": 10, "n_lemmas": 10, "lemmas": []}
-    assert cl.claim4(ok)["passed"]
+    assert claim4_lemmas.claim4(ok)["passed"]
     bad = {"all_proved": False, "n_proved": 9, "n_lemmas": 10,
            "lemmas": [{"name": "L3", "proved": False}]}
-    rec = cl.claim4(bad)
+    rec = claim4_lemmas.claim4(bad)
     assert not rec["passed"] and "L3" in rec["measured"]
-    assert cl.claim4(None)["status"] == "not run"
-    for fn in (cl.claim5, cl.claim6):
-        r = fn(None)
+    assert claim4_lemmas.claim4(None)["status"] == "not run"
+    for study in (claim5_transfer, claim6_vit):  # an empty reproduction folder
+        r = study.verdict(tmp_path)
         assert r["status"] == "not run" and not r["passed"]
 
 
 def test_claim6_uses_the_vit_module_and_fails_on_a_large_gap():
-    pytest.importorskip("patchassoc.cli.main_vit")
     gap = {"mean": -0.08, "ci_low": -0.1, "ci_high": -0.06, "n": 3}
     summary = {"data": "digits", "gap_positional": gap, "seeds": [0, 1, 2, 3, 4],
                "positional": {"accuracy": {"mean": 0.88}},
                "content": {"accuracy": {"mean": 0.96}}}
-    r = cl.claim6(summary)
+    r = verdicts.wrap("6", claim6_vit.claim6(summary), "vit")
     assert r["status"] == "fail" and not r["passed"] and r["id"] == "6"
 
 
 def test_summarize_exit_status():
-    rec_ok = cl.record("1", "x", "y", True, "s")
-    rec_nr = cl.not_run("5", "absent")
-    rec_fail = cl.record("3", "x", "y", False, "s")
-    s = cl.summarize([rec_ok, rec_nr])
+    rec_ok = verdicts.record("1", "x", "y", True, "s")
+    rec_nr = verdicts.not_run("5", "absent")
+    rec_fail = verdicts.record("3", "x", "y", False, "s")
+    s = verdicts.summarize([rec_ok, rec_nr])
     assert not s["all_passed"] and "exit_status" not in s and s["not_run"] == ["5"]
-    assert cl.summarize([rec_ok, rec_nr], strict=True)["exit_status"] == 1
-    s = cl.summarize([rec_ok, rec_fail])
+    assert verdicts.summarize([rec_ok, rec_nr], strict=True)["exit_status"] == 1
+    s = verdicts.summarize([rec_ok, rec_fail])
     assert s["exit_status"] == 1 and s["failed"] == ["3"]
-    assert cl.summarize([rec_ok])["all_passed"]
+    assert verdicts.summarize([rec_ok])["all_passed"]
 
 
 def _step(folder, summary):
@@ -199,7 +200,7 @@ def _reproduction(root, quick=False):
 def test_check_from_a_reproduction_folder(tmp_path, capsys):
     root = tmp_path / "repro"
     _reproduction(root)
-    claims = cl.collect_from(root)
+    claims = registry.collect_from(root)
     by = {c["id"]: c for c in claims}
     assert [c["id"] for c in claims] == ["1", "2", "3", "4", "5", "6", "7"]
     assert [by[k]["status"] for k in "1234"] == ["pass"] * 4
@@ -220,28 +221,28 @@ def test_check_from_a_reproduction_folder(tmp_path, capsys):
     assert status == 1 and "FAIL" in text and "reference FAILS" in text
     # an empty lemma list fails claim 4
     _step(root / "lemmas", {"all_proved": True, "n_proved": 0, "n_lemmas": 0, "lemmas": []})
-    assert {c["id"]: c for c in cl.collect_from(root)}["4"]["status"] == "fail"
+    assert {c["id"]: c for c in registry.collect_from(root)}["4"]["status"] == "fail"
     assert main(["check", "--from", str(tmp_path / "nope"), "--quiet"]) == 2
 
 
 def test_check_from_a_quick_reproduction_is_a_preview(tmp_path):
     root = tmp_path / "repro"
     _reproduction(root, quick=True)
-    claims = {c["id"]: c for c in cl.collect_from(root)}
+    claims = {c["id"]: c for c in registry.collect_from(root)}
     assert [claims[k]["status"] for k in "1234"] == ["preview"] * 4
     assert not any(c["passed"] for c in claims.values())
-    s = cl.summarize(list(claims.values()))
+    s = verdicts.summarize(list(claims.values()))
     assert s["preview"] == ["1", "2", "3", "4"] and not s["all_passed"]
 
 
 def test_check_reproduce_step_reads_siblings(tmp_path):
-    from patchassoc.cli.main_check import reproduce_step
     from patchassoc.theory.config import preset
+    reproduce_step = registry.CHECK.run
     root = tmp_path / "repro"
     _reproduction(root)
-    s = reproduce_step(root / "check", preset("ref"), 0, False, False)
+    s = reproduce_step(root / "check", preset("ref"), 0, False, False).summary
     # 5 to 7 not run: the claims' verdict is kept, but the step itself ran (not a failed step)
     assert s["claims_exit_status"] == 1 and "exit_status" not in s and s["figures"] == []
     assert json.loads((root / "check" / "check.json").read_text())["claims"][0]["passed"]
-    q = reproduce_step(root / "check", preset("ref"), 0, True, False)  # quick: previews
+    q = reproduce_step(root / "check", preset("ref"), 0, True, False).summary  # quick
     assert q["preview"] == ["1", "2", "3", "4"]

@@ -18,7 +18,7 @@ def test_paper_fig4_preset_is_the_papers_setting():
 
 
 def test_fig3_point_is_a_draw_of_the_structured_distribution():
-    from patchassoc.figures.paper_fig3 import draw_point
+    from patchassoc.simulations.studies.paper_settings import draw_point
     p = draw_point(seed=3)
     s, sets = np.asarray(p["s"]), np.asarray(p["sets"])
     assert s.shape == (36,) and sets.shape == (9, 4)
@@ -43,7 +43,7 @@ def _fake(steps, cos, test_error, topc, share_min, D=10):
 
 
 def test_picture_reads_cos_plateau_and_drop():
-    from patchassoc.cli.main_paper_figures import picture
+    from patchassoc.simulations.studies.paper_settings import picture
     steps = [0, 1, 10, 30, 100, 300, 1000]
     r = _fake(steps, [0.1, 0.5, 0.995, 0.999, 0.999, 0.99, 0.98],
               [0.5, 0.1, 0.07, 0.068, 0.072, 0.03, 0.02],
@@ -73,12 +73,15 @@ def test_picture_reads_cos_plateau_and_drop():
 
 def test_paper_figures_step_end_to_end_small(tmp_path, monkeypatch):
     from patchassoc.cli import main_paper_figures as pf
+    from patchassoc.figures import catalog
+    from patchassoc.simulations.studies import paper_settings
     small = preset("paper-fig4", steps=40, n_train=300, n_test=300, records=8)
-    monkeypatch.setattr(pf, "preset", lambda name: small)
+    monkeypatch.setattr(paper_settings, "preset", lambda name: small)
     # the generic training figures are exercised by the train command's tests
-    from patchassoc.cli import main_train as train_cmd
-    monkeypatch.setattr(train_cmd, "write_figures", lambda result, folder: [])
-    s = pf.reproduce_step(tmp_path, small, 0, True, False)
+    monkeypatch.setattr(catalog, "_train", lambda out, folder: [])
+    outcome = paper_settings.reproduce(tmp_path, small, 0, True, False)
+    s = outcome.summary
+    s["figures"] = catalog.draw("paper_figures", outcome, tmp_path)
     assert s["steps"] == 40 and s["diagonal"] == "fixed"
     for name in ("paper_fig4.png", "paper_fig3.png", "paper_fig3_point.json", "metrics.json"):
         assert (tmp_path / name).exists()

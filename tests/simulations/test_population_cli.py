@@ -75,7 +75,8 @@ def test_population_convergence_sample_sizes_are_checked(capsys, ns):
 
 
 def test_convergence_reading_is_decided_by_the_interval():
-    from patchassoc.cli.report import _convergence_reading, _slope_phrase
+    from patchassoc.simulations.studies.sampled_convergence import (
+        convergence_readings as _convergence_reading, slope_phrase as _slope_phrase)
     assert "consistent with N^(-1/2)" in _slope_phrase({"slope": -0.4, "ci_low": -0.6,
                                                         "ci_high": -0.3})
     assert "slower than N^(-1/2)" in _slope_phrase({"slope": -0.06, "ci_low": -0.09,

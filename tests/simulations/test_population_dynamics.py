@@ -7,7 +7,7 @@ from patchassoc.simulations.engines.population import (PopulationResult, brutefo
                                                initial_point, population_descent,
                                                run_population)
 from patchassoc.simulations.engines.sampler import streams, unit_vector
-from patchassoc.simulations.engines.sampled_descent import initial_parameters
+from patchassoc.simulations.engines.start import initial_parameters
 from patchassoc.theory.config import preset
 from patchassoc.theory.invariant import (entry_counts, gram_to_logits, invariant_logits,
                                          project_invariant, row_sum)

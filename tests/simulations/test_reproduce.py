@@ -4,6 +4,7 @@ import json
 
 from patchassoc.cli.main import main
 from patchassoc.cli import main_reproduce as reproduce
+from patchassoc.simulations.studies.study import Outcome, Study
 
 from . import _reproduce_steps
 
@@ -14,19 +15,14 @@ def test_reproduce_skips_finished_steps_and_reports_failures(tmp_path, monkeypat
     def ok_step(out, config, seed, quick, progress):
         calls.append("ok")
         out.mkdir(parents=True, exist_ok=True)
-        return {"value": 1.5, "figures": []}
+        return Outcome({"value": 1.5, "figures": []})
 
     def bad_step(out, config, seed, quick, progress):
         calls.append("bad")
         raise RuntimeError("boom")
 
-    import types
-    fake = types.ModuleType("fake_steps")
-    fake.reproduce_good = ok_step
-    fake.reproduce_broken = bad_step
-    monkeypatch.setitem(reproduce._STEP_MODULES, "fake_steps", fake)
-    monkeypatch.setattr(reproduce, "STEPS", (("good", "fake_steps", "a step that works"),
-                                             ("broken", "fake_steps", "a step that fails")))
+    monkeypatch.setattr(reproduce, "studies", lambda: (
+        Study("good", "a step that works", ok_step), Study("broken", "a step that fails", bad_step)))
     out = tmp_path / "repro"
     status = main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
                    "--jobs", "1"])
@@ -52,15 +48,7 @@ def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, caps
     """Two independent steps overlap (each waits for the other to start: run one after the
     other, they would time out and fail); a step that reads another starts after it finished;
     a crashed step process is a failed step, the others still run."""
-    mod = "tests.simulations._reproduce_steps"
-    monkeypatch.setitem(reproduce._STEP_MODULES, mod, _reproduce_steps)
-    monkeypatch.setattr(reproduce, "STEPS", (("first", mod, "waits for second"),
-                                             ("second", mod, "waits for first"),
-                                             ("reader", mod, "reads first"),
-                                             ("crash", mod, "dies")))
-    monkeypatch.setattr(reproduce, "AFTER", {"reader": ("first", "second", "crash")})
-    monkeypatch.setattr(reproduce, "KERNELS", {})
-    monkeypatch.setattr(reproduce, "COST", {"first": 3, "second": 2, "crash": 1, "reader": 0})
+    monkeypatch.setattr(reproduce, "studies", lambda: _reproduce_steps.SIDE_BY_SIDE)
     # crash starts in the worker of first or second when it is done; reader starts last, alone
     out = tmp_path / "repro"
     status = main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
@@ -87,15 +75,7 @@ def test_steps_that_compile_the_same_kernels_do_not_start_side_by_side(tmp_path,
                                                                         capsys):
     """Two steps of one kernel family: the second starts after the first finished (they would
     each compile the kernels); a step of another family runs beside the first."""
-    mod = "tests.simulations._reproduce_steps"
-    monkeypatch.setitem(reproduce._STEP_MODULES, mod, _reproduce_steps)
-    monkeypatch.setattr(reproduce, "STEPS", (("stamp_a", mod, "family k"),
-                                             ("stamp_b", mod, "family k too"),
-                                             ("stamp_c", mod, "family j")))
-    monkeypatch.setattr(reproduce, "AFTER", {})
-    monkeypatch.setattr(reproduce, "KERNELS", {"stamp_a": ("k",), "stamp_b": ("k",),
-                                               "stamp_c": ("j",)})
-    monkeypatch.setattr(reproduce, "COST", {"stamp_a": 3, "stamp_b": 2, "stamp_c": 1})
+    monkeypatch.setattr(reproduce, "studies", lambda: _reproduce_steps.FAMILIES)
     out = tmp_path / "repro"
     assert main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
                  "--jobs", "2"]) == 0

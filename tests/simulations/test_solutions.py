@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from patchassoc.cli.main import main
-from patchassoc.simulations.engines.population.exact import TIE_RTOL, bayes_error, evaluate
+from patchassoc.simulations.engines.population.exact import TIE_RTOL, evaluate
+from patchassoc.theory.bayes import bayes_error
 from patchassoc.simulations.engines.population.bruteforce import bruteforce_risk
 from patchassoc.simulations.studies.claim3_solutions import (SolutionsResult, measure, monte_carlo, solutions_table)
 from patchassoc.theory import solutions as th

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from patchassoc.simulations.engines import sampled_kernels as kernels
-from patchassoc.cli.main_transfer import claim5
+from patchassoc.simulations.studies.claim5_transfer.pipeline import claim5
 from patchassoc.simulations.runtime.results import to_jsonable
 from patchassoc.simulations.engines.sampler import unit_vector
 from patchassoc.simulations.studies.claim5_transfer import analysis
@@ -274,7 +274,7 @@ def test_protocol_constants_match_the_spec_text():
 
 
 def test_the_command_reads_the_declared_setting():
-    from patchassoc.cli import main_transfer as command
+    from patchassoc.simulations.studies.claim5_transfer import pipeline as command
     cfg = preset("ref")
     st = command.setting_for(cfg, {"sigma": 0.3})
     assert (st.omega, st.eta_v, st.steps, st.tol, st.n_test) == (

@@ -274,8 +274,9 @@ def test_reproduce_step_reuses_the_seeds_runs_and_lists_its_figures(tmp_path, mo
                                                                      small_calibration):
     from pathlib import Path
 
-    from patchassoc.cli import main_transfer as command
+    from patchassoc.cli.main_reproduce import _run_study
     from patchassoc.simulations.engines.sampled_descent import train
+    from patchassoc.simulations.studies.claim5_transfer import pipeline as command
     from patchassoc.theory.config import preset
 
     monkeypatch.setitem(P.QUICK, "Ns", (1, 4))
@@ -286,7 +287,8 @@ def test_reproduce_step_reuses_the_seeds_runs_and_lists_its_figures(tmp_path, mo
     # first upstream seed only
     seeds = tmp_path / "seeds" / "seeds"
     train(command.upstream_config(config).replace(n_test=700), seed=3).save(seeds / "seed-003")
-    summary = command.reproduce_step(tmp_path / "transfer", config, 3, True, False)
+    summary = _run_study("transfer", command.reproduce, True, tmp_path / "transfer", config, 3,
+                         True, False)
     assert summary["upstream"]["runs"][0]["source"] == str(seeds / "seed-003")
     assert summary["upstream"]["runs"][1]["source"] == "trained"
     assert summary["upstream_seeds"] == [3, 4]

@@ -214,14 +214,14 @@ def test_command_reports_failure(tmp_path, monkeypatch):
 
 
 def test_reproduce_step(tmp_path, records, monkeypatch):
-    from patchassoc.cli import main_lemmas as cmd
+    from patchassoc.simulations.studies import claim4_lemmas
     from patchassoc.theory.config import preset
 
     def cached(selection=None, progress=None):  # the module fixture already ran every proof
         return list(records.values())
 
-    monkeypatch.setattr(lemmas, "prove_all", cached)
-    summary = cmd.reproduce_step(tmp_path, preset("tiny"), 0, True, False)
+    monkeypatch.setattr(claim4_lemmas, "prove_all", cached)
+    summary = claim4_lemmas.STUDY.run(tmp_path, preset("tiny"), 0, True, False).summary
     assert summary["all_proved"] is True and summary["figures"] == []
     saved = json.loads((tmp_path / "lemmas.json").read_text())
     assert saved["n_proved"] == 14 and saved["n_general"] == 13

@@ -231,7 +231,7 @@ def _summary(records):
 
 
 def test_claim4_counts_only_general_proofs():
-    from patchassoc.simulations.studies.claims import claim4
+    from patchassoc.simulations.studies.claim4_lemmas import claim4
     recs = [{"name": "L1", "proved": True, "general": True, "scope": "all n >= 1"},
             {"name": "L4", "proved": True, "general": False,
              "scope": "verified at (L, C) = (2, 2)"},

@@ -89,3 +89,9 @@ def test_adjusted_rand_index_degenerate_cases_match_scikit_learn(a, b):
     sklearn_metrics = pytest.importorskip("sklearn.metrics")
     assert abs(adjusted_rand_index(np.array(a), np.array(b))
                - sklearn_metrics.adjusted_rand_score(a, b)) <= 1e-12
+
+
+def test_ari_of_two_empty_labelings_is_one_as_in_sklearn():
+    from sklearn.metrics import adjusted_rand_score
+    empty = np.array([], dtype=int)
+    assert adjusted_rand_index(empty, empty) == adjusted_rand_score(empty, empty) == 1.0

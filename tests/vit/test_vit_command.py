@@ -11,7 +11,7 @@ pytest.importorskip("sklearn")
 
 from patchassoc.figures import vit_attention  # noqa: E402
 from patchassoc.cli.main import main  # noqa: E402
-from patchassoc.cli.main_vit import DIGITS_FLOOR, claim6  # noqa: E402
+from patchassoc.simulations.studies.claim6_vit import DIGITS_FLOOR, claim6  # noqa: E402
 from patchassoc.simulations.engines.vit.comparison import ViTResult  # noqa: E402
 
 from .tolerances import ROW_SUM_ABS_F32  # noqa: E402

@@ -155,7 +155,7 @@ def test_the_study_trains_the_b8_vit_cells_once_and_reports_them_in_both_tables(
 def test_worker_count_follows_patchassoc_jobs(monkeypatch):
     import os
 
-    from patchassoc.cli.main_vit import default_jobs, default_threads
+    from patchassoc.simulations.studies.claim6_vit import default_jobs, default_threads
 
     monkeypatch.delenv("PATCHASSOC_JOBS", raising=False)
     assert default_jobs("digits", "cpu") == min(2, os.cpu_count() or 1)
@@ -174,7 +174,8 @@ def test_worker_count_follows_patchassoc_jobs(monkeypatch):
 
 
 def test_a_run_smaller_than_the_declared_study_is_a_preview():
-    from patchassoc.cli.main_vit import claim6, figure_readings, preview_reasons
+    from patchassoc.simulations.studies.claim6_vit import claim6, preview_reasons
+    from patchassoc.simulations.studies.claim6_vit import readings as figure_readings
     from patchassoc.simulations.engines.vit.training import RECIPES
 
     def ci(mean, half, n=5):

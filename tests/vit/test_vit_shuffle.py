@@ -246,7 +246,7 @@ def test_shuffled_patches_on_a_generated_cifar10_folder(tmp_path, capsys):
 
 
 def test_figure_readings_follow_the_numbers():
-    from patchassoc.cli.main_vit import figure_readings
+    from patchassoc.simulations.studies.claim6_vit import readings as figure_readings
 
     res = _shuffle_result()
     # make the CNN fall by 5 points at B = 2 on every seed, and the ViTs stay put

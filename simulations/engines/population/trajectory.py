@@ -57,8 +57,9 @@ from patchassoc.theory.structure import Structure, build_structure
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.engines.sampler import streams, unit_vector
-from patchassoc.simulations.engines.sampled_descent import initial_parameters, record_steps
-from patchassoc.simulations.engines.population.exact import MAX_CONFIGURATIONS, Evaluator, bayes_error, check_problem
+from patchassoc.simulations.engines.start import initial_parameters, record_steps
+from patchassoc.simulations.engines.population.exact import MAX_CONFIGURATIONS, Evaluator, check_problem
+from patchassoc.theory.bayes import bayes_error
 
 __all__ = ["PopulationTrajectory", "PopulationResult", "population_descent", "run_population",
            "initial_point", "phases", "ASSOCIATION_EPS", "PER_STEP"]

@@ -1,0 +1,116 @@
+"""Which figures each study's results feed, and how they are drawn.
+
+:func:`draw` is what the command line calls after a study has run (``patchassoc reproduce`` and
+the study's own command): it hands the study's :class:`~patchassoc.simulations.studies.study.Outcome`
+to the drawer registered under the study's name, which calls the figure modules. Studies never
+draw: the figures sit above them (``cli -> figures``), and every figure module reads a saved or
+returned result, never recomputes one.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["DRAWERS", "draw"]
+
+
+def _train(out, folder: Path) -> list:
+    from patchassoc.figures import attention_maps, training_curves
+    result = out.products["result"]
+    t, cfg = result.trajectory, result.config
+    paths = attention_maps.save(t.A, t.steps, result.structure, folder,
+                                mass=t.share_mean if t.share_mean is not None else t.mass_mean,
+                                title=f"Attention maps during sampled-data training "
+                                      f"({cfg.param}, diagonal {cfg.diagonal}, N={cfg.n_train})")
+    return paths + training_curves.save(result, folder)
+
+
+def _locality(out, folder: Path) -> list:
+    from patchassoc.figures import attention_maps, locality
+    result = out.products["result"]
+    t = result.trajectory
+    paths = locality.save(t.A, t.steps, result.structure, folder, mass=t.mass_mean,
+                          queries=out.products.get("queries"))
+    return paths + attention_maps.save(t.A, t.steps, result.structure, folder, mass=t.mass_mean,
+                                       title="Attention maps with square-window sets")
+
+
+def _population(out, folder: Path) -> list:
+    from patchassoc.figures import population_dynamics
+    return population_dynamics.save(out.products["result"], folder)
+
+
+def _convergence(out, folder: Path) -> list:
+    from patchassoc.figures import convergence
+    return convergence.save(out.products["result"], folder)
+
+
+def _paper_figures(out, folder: Path) -> list:
+    from patchassoc.figures import paper_fig3, paper_fig4
+    paths = list(paper_fig4.save(out.products["result"], folder))
+    paths += _train(out, folder)
+    return paths + paper_fig3.save(out.products["point"], folder)
+
+
+def _grid(out, folder: Path) -> list:
+    from patchassoc.figures import grid_map
+    records = out.products.get("points")
+    return grid_map.save(records, folder, out.summary) if records else []
+
+
+def _seeds(out, folder: Path) -> list:
+    from patchassoc.figures import gaussian_cnn
+    control = out.products.get("control")
+    return gaussian_cnn.main(control, folder) if control is not None else []
+
+
+def _solutions(out, folder: Path) -> list:
+    from patchassoc.figures import solutions_lambda
+    return [p for key, res in out.products["tables"].items()
+            for p in solutions_lambda.save(res, folder, f"solutions_lambda_{key}")]
+
+
+def _transfer(out, folder: Path) -> list:
+    from patchassoc.figures import transfer
+    return transfer.save(out.summary, folder)
+
+
+def _vit(out, folder: Path) -> list:
+    from patchassoc.figures import vit_attention, vit_shuffle
+    paths = list(vit_attention.save(out.products["result"], folder))
+    if out.products.get("shuffle") is not None:
+        paths += vit_shuffle.save(out.products["shuffle"], folder)
+    return paths
+
+
+def _scaling(out, folder: Path) -> list:
+    from patchassoc.figures import scaling_dynamics, scaling_error, scaling_sampled
+    fig_dir = folder / "scaling"
+    paths = scaling_error.save(out.summary, fig_dir) + scaling_dynamics.save(out.summary, fig_dir)
+    if out.summary.get("c"):
+        paths += scaling_sampled.save(out.summary, fig_dir)
+    return [p for p in paths if str(p).endswith(".png")]
+
+
+#: study name -> drawer(outcome, folder) -> paths of the files written
+DRAWERS: dict[str, Callable] = {
+    "train": _train,
+    "train_gram": _train,
+    "locality": _locality,
+    "population": _population,
+    "convergence": _convergence,
+    "paper_figures": _paper_figures,
+    "grid": _grid,
+    "seeds": _seeds,
+    "solutions": _solutions,
+    "transfer": _transfer,
+    "vit": _vit,
+    "scaling": _scaling,
+}
+
+
+def draw(study: str, outcome, folder) -> list[str]:
+    """Draw the figures of ``study`` from its outcome into ``folder``; their paths (PNG and PDF,
+    in the order the report shows them). A study without figures draws nothing."""
+    drawer = DRAWERS.get(study)
+    return [] if drawer is None else [str(p) for p in drawer(outcome, Path(folder))]

@@ -1,0 +1,158 @@
+"""The studies of the reproduction, in the order the report shows them, and the claims read
+from them.
+
+``patchassoc reproduce`` runs :data:`STUDIES`, ``patchassoc check`` collects the claims of
+the studies that have one (:func:`collect_from`, :func:`collect_live`) and the report prints
+their readings. A new study is a module of this package ending with a
+:class:`~patchassoc.simulations.studies.study.Study` record, listed here once.
+
+References
+----------
+SPEC section 6.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from patchassoc.simulations.engines.population.trajectory import run_population
+from patchassoc.simulations.engines.sampled_descent import TrainResult
+from patchassoc.simulations.studies import (claim1_grid, claim2_seeds, claim3_solutions,
+                                            claim4_lemmas, claim6_vit, claim7_scaling,
+                                            paper_settings, population_run,
+                                            sampled_convergence, sampled_training,
+                                            spatial_locality)
+from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_transfer
+from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.studies.study import Outcome, Study
+from patchassoc.simulations.studies.verdicts import (as_preview, is_quick, not_run, record,
+                                                     summarize)
+
+__all__ = ["STUDIES", "by_name", "claim_studies", "collect_from", "collect_live", "check",
+           "CHECK"]
+
+
+def _check(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> Outcome:
+    """Reproduction step ``check``: every claim from the sibling step folders
+    (``out_dir.parent``), written to ``out_dir/check.json``. A claim that fails is a result of
+    the reproduction, not a failure of this step: its exit status is kept as
+    ``claims_exit_status`` (``patchassoc check --from`` exits with it), and the step counts as
+    done once every claim was computed."""
+    out_dir = Path(out_dir)
+    summary = check(config, seed, out_dir.parent, quick=quick)
+    if "exit_status" in summary:
+        summary["claims_exit_status"] = summary.pop("exit_status")
+    write_json(out_dir / "check.json", summary)
+    summary["out"] = str(out_dir / "check.json")
+    summary["figures"] = []
+    return Outcome(summary)
+
+
+CHECK = Study(name="check", what="the claims of SPEC section 6, from the steps above",
+              run=_check, inputs=("*",), cost=1)
+
+#: Every study, in the order the report lists them (``reproduce`` starts them by cost).
+STUDIES: tuple[Study, ...] = (
+    sampled_training.TRAIN, sampled_training.TRAIN_GRAM, spatial_locality.STUDY,
+    population_run.STUDY, sampled_convergence.STUDY, claim1_grid.STUDY, claim2_seeds.STUDY,
+    paper_settings.STUDY, claim4_lemmas.STUDY, claim3_solutions.STUDY, claim5_transfer.STUDY,
+    claim7_scaling.STUDY, claim6_vit.STUDY, CHECK)
+
+
+def by_name(name: str) -> Study:
+    """The study called ``name`` (ValueError naming the others when there is none)."""
+    for study in STUDIES:
+        if study.name == name:
+            return study
+    raise ValueError(f"unknown study {name!r} (studies: {', '.join(s.name for s in STUDIES)})")
+
+
+def claim_studies() -> list[Study]:
+    """The studies that decide a claim, by claim id."""
+    return sorted((s for s in STUDIES if s.claim), key=lambda s: int(s.claim))
+
+
+def _verdict(study: Study, root: Path) -> dict:
+    """The study's claim record; a broken result folder makes the claim fail with the reason,
+    not crash."""
+    try:
+        return study.verdict(root)
+    except (KeyError, ValueError, TypeError, FileNotFoundError, OSError) as exc:
+        return record(study.claim, "error", "", False, str(root / study.name),
+                      detail=f"{type(exc).__name__}: {exc}", status="fail")
+
+
+def collect_from(root: str | Path, quick: bool | None = None) -> list[dict]:
+    """Every claim from a ``patchassoc reproduce`` folder, from saved results only.
+
+    ``quick`` (default: read from the folder) marks every measured claim ``preview``: a reduced
+    run never passes or fails a claim.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a folder")
+    quick = is_quick(root) if quick is None else bool(quick)
+    claims = [_verdict(s, root) for s in claim_studies()]
+    if quick:
+        claims = [as_preview(c) for c in claims]
+    return claims
+
+
+def collect_live(config, seed: int = 0, *, train: bool = True, progress: bool = False,
+                 log=None) -> list[dict]:
+    """What is cheap to compute now, as previews (one point and one seed are not the claims'
+    grid and seeds): claim 1 at the reference point, claim 2 from one seed (unless ``train``
+    is False), claim 3 (the solutions at the largest lambda), claim 4 (the lemmas); 5 to 7
+    are ``not run``."""
+    def say(msg):
+        if log is not None:
+            log(msg)
+
+    claims = []
+    cfg = config.replace(param="logits", diagonal="fixed")
+    say("[check] claim 1: population GD at the reference point (the grid: `patchassoc grid`)")
+    pop = run_population(cfg, seed, steps=3000)
+    claims.append(claim1_grid.claim1(None, pop.structure, pop.summary(),
+                                     source="population GD now (3000 steps)"))
+    tr = None
+    if train:
+        say("[check] claim 2: one seed of sampled GD (the claim: `patchassoc seeds`)")
+        with tempfile.TemporaryDirectory() as tmp:
+            cell = claim2_seeds.SeedCell(seed)
+            rec = claim2_seeds.run_seed(claim2_seeds.SeedTask.make(cfg, tmp), cell)
+            tr = TrainResult.load(Path(tmp) / cell.key)
+        claims.append(claim2_seeds.claim2(claim2_seeds.seeds_summary([rec], quick=True), None,
+                                          pop.structure, source="one seed now"))
+    else:
+        claims.append(not_run("2", "training skipped (--no-train)", claim=claim2_seeds.CLAIM))
+    lam = claim3_solutions.DEFAULT_LAMBDAS[-1]
+    say("[check] claim 3: solutions at the largest lambda ...")
+    res, _ = claim3_solutions.solutions_table(cfg, seed, lambdas=(lam,), train_result=tr,
+                                              sampled=tr is not None, progress=progress)
+    claims.append(claim3_solutions.claim3(res.summary(),
+                                          source=f"solutions now (lambda = {lam:g})"))
+    say("[check] claim 4: lemmas ...")
+    claims.append(claim4_lemmas.claim4(claim4_lemmas.prove(),
+                                       source="patchassoc.theory.lemmas now"))
+    claims.append(not_run("5", "not computed by check (run `patchassoc transfer`, or "
+                               "check --from a reproduction)", claim=claim5_transfer.CLAIM))
+    claims.append(not_run("6", "not computed by check (run `patchassoc vit`, or check --from "
+                               "a reproduction)", claim=claim6_vit.CLAIM))
+    claims.append(not_run("7", "not computed by check (run `patchassoc scaling`, or check "
+                               "--from a reproduction)", claim=claim7_scaling.CLAIM))
+    return claims
+
+
+def check(config, seed: int, from_dir: Path | None = None, *, train: bool = True,
+          strict: bool = False, progress: bool = False, log=None,
+          quick: bool | None = None) -> dict:
+    """The claims (from ``from_dir`` or computed now) and their summary. ``quick`` (with
+    ``from_dir``; default: read from the folder) makes every claim a preview."""
+    if from_dir is not None:
+        claims = collect_from(from_dir, quick=quick)
+        strict = True
+    else:
+        claims = collect_live(config, seed, train=train, progress=progress, log=log)
+    out = summarize(claims, strict=strict)
+    out["from"] = None if from_dir is None else str(from_dir)
+    return out

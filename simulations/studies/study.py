@@ -1,0 +1,81 @@
+"""The record that declares a study once: its run, its claim, its readings and its place in the
+reproduction.
+
+A study is one module of :mod:`patchassoc.simulations.studies` that ends with a ``STUDY``
+record. :mod:`patchassoc.simulations.studies.registry` lists them in the order the report shows
+them; ``patchassoc reproduce`` runs them, ``patchassoc check`` reads their claims and the report
+prints their readings, all by iterating over that list. Adding a claim is adding one module and
+one line to the registry (and, if it draws a figure, one drawer in :mod:`patchassoc.figures`).
+
+A study's ``run`` computes and saves its results in a folder and returns an :class:`Outcome`:
+the JSON-ready summary (kept as the step's ``step.json``) and the in-memory results its figures
+are drawn from. Studies never import :mod:`patchassoc.figures`: the command line draws the
+figures from the outcome (:func:`patchassoc.figures.draw`), so the arrows go
+``cli -> studies -> engines -> theory`` and ``cli -> figures``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["Study", "Outcome"]
+
+
+@dataclass
+class Outcome:
+    """What a study's run returns: ``summary`` (JSON-ready; ``exit_status`` 1 when the run did
+    not finish as it should) and ``products`` (name -> in-memory result, for its figures)."""
+
+    summary: dict
+    products: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study of the reproduction.
+
+    Attributes
+    ----------
+    name : str
+        The step's name and its folder in a reproduction.
+    what : str
+        One line saying what it does (printed when it starts).
+    run : callable
+        ``run(folder, config, seed, quick, progress) -> Outcome``; ``quick`` asks for the
+        declared reduced version (a preview, never a verdict).
+    claim : str, optional
+        The id of the claim of SPEC section 6 it decides.
+    verdict : callable, optional
+        ``verdict(root) -> dict``: the claim record (:mod:`.verdicts`) from a reproduction
+        folder ``root``, read from saved results only.
+    readings : callable, optional
+        ``readings(summary) -> {figure stem: paragraph}`` for the report, every sentence
+        decided by the summary's numbers.
+    inputs : tuple of str
+        The studies whose saved results it reads in the same folder: it starts after them.
+        ``("*",)`` reads every other study.
+    cost : float
+        Single-core CPU-seconds in a full reproduction; it only orders the steps (the longest
+        chain first), so an estimate is enough.
+    kernels : tuple of str
+        The Numba kernel families it compiles on a cold cache (``"exact"``, ``"sampled"``): two
+        steps compiling the same family do not start side by side.
+    figures : tuple of str
+        The figures (file stems) drawn from its outcome.
+    """
+
+    name: str
+    what: str
+    run: Callable[..., Outcome]
+    claim: str | None = None
+    verdict: Callable[[Path], dict] | None = None
+    readings: Callable[[dict], dict[str, str]] | None = None
+    inputs: tuple[str, ...] = ()
+    cost: float = 0.0
+    kernels: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.claim is None) != (self.verdict is None):
+            raise ValueError(f"study {self.name}: a claim needs a verdict and a verdict a claim")
