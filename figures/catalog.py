@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from patchassoc.simulations.runtime.results import read_json, write_json
+
 __all__ = ["DRAWERS", "draw"]
 
 
@@ -111,6 +113,12 @@ DRAWERS: dict[str, Callable] = {
 
 def draw(study: str, outcome, folder) -> list[str]:
     """Draw the figures of ``study`` from its outcome into ``folder``; their paths (PNG and PDF,
-    in the order the report shows them). A study without figures draws nothing."""
+    in the order the report shows them), also listed under ``figures`` in the JSON file where
+    the run saved its summary (``outcome.saved``). A study without figures draws nothing."""
     drawer = DRAWERS.get(study)
-    return [] if drawer is None else [str(p) for p in drawer(outcome, Path(folder))]
+    paths = [] if drawer is None else [str(p) for p in drawer(outcome, Path(folder))]
+    if paths and outcome.saved is not None:
+        saved = read_json(outcome.saved)
+        saved["figures"] = paths
+        write_json(outcome.saved, saved)
+    return paths

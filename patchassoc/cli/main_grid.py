@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchassoc.simulations.runtime.results import write_json
 
 NAME = "grid"
 HELP = ("claim 1 on the grid of (L, C, d): population GD with the diagonal fixed at every "
@@ -67,9 +66,8 @@ def run(ctx) -> dict:
                       dask=a.dask, progress=ctx.progress and not ctx.json,
                       max_steps=a.max_steps)
     if not a.no_figures:
-        summary["figures"] = draw("grid", Outcome(summary, {"points": summary["points"]}),
-                                  ctx.out)
-        write_json(Path(ctx.out) / "grid.json", summary)
+        summary["figures"] = draw("grid", Outcome(summary, {"points": summary["points"]},
+                                                  saved=Path(ctx.out) / "grid.json"), ctx.out)
     return summary
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from patchassoc.simulations.runtime.results import write_json
 
 NAME = "scaling"
 HELP = ("claim 7: error against d (exact and certified, local exponents), phase times against "
@@ -108,8 +107,8 @@ def run(ctx) -> dict:
                       max_steps=a.max_steps, seed=ctx.seed, jobs=a.jobs, dask=a.dask,
                       progress=ctx.progress and not ctx.json, mode=mode)
     if not a.no_figures:
-        summary["figures"] = draw("scaling", Outcome(summary), ctx.out)
-        write_json(Path(ctx.out) / "scaling" / "scaling.json", summary)
+        summary["figures"] = draw("scaling", Outcome(
+            summary, saved=Path(ctx.out) / "scaling" / "scaling.json"), ctx.out)
     return summary
 
 

@@ -18,7 +18,6 @@ SPEC section 6, claim 2.
 """
 from __future__ import annotations
 
-from patchassoc.simulations.runtime.results import write_json
 
 NAME = "seeds"
 HELP = ("claim 2 over seeds (diagonal fixed): pass rate with a Wilson interval, invariance of "
@@ -50,9 +49,8 @@ def run(ctx) -> dict:
                       dask=a.dask, control=not a.no_control, first_seed=ctx.seed,
                       progress=ctx.progress and not ctx.json)
     if summary.get("control") and not a.no_figures:
-        summary["figures"] = draw("seeds", Outcome(summary, {"control": ctx.out / "control"}),
-                                  ctx.out)
-        write_json(ctx.out / "seeds.json", summary)
+        summary["figures"] = draw("seeds", Outcome(summary, {"control": ctx.out / "control"},
+                                                   saved=ctx.out / "seeds.json"), ctx.out)
     return summary
 
 

@@ -8,7 +8,6 @@ recomputing them.
 """
 from __future__ import annotations
 
-from patchassoc.simulations.runtime.results import write_json
 
 NAME = "transfer"
 HELP = ("transfer study (claim 5, pre-registered): downstream test error against N for the "
@@ -60,8 +59,8 @@ def run(ctx) -> dict:
     summary = run_study(ctx.config, ctx.seed, ctx.out, quick=a.quick, jobs=a.jobs,
                         dask=a.dask, upstream_seeds=a.upstream_seeds, seeds=a.seeds,
                         test_mode=a.test_mode, progress=ctx.progress, log=ctx.log)
-    summary["figures"] = draw("transfer", Outcome(summary), ctx.out)
-    write_json(ctx.out / "transfer.json", summary)
+    summary["figures"] = draw("transfer", Outcome(summary, saved=ctx.out / "transfer.json"),
+                              ctx.out)
     return summary
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from patchassoc.cli.options import positive_float, positive_int
 from patchassoc.simulations.runtime.errors import UsageError
-from patchassoc.simulations.runtime.results import write_json
 
 NAME = "vit"
 HELP = ("claim 6: train a positional-attention ViT and a standard ViT over seeds on real images "
@@ -80,7 +79,6 @@ def run(ctx) -> dict:
                              a.max_train, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
                              dim=a.dim, depth=a.depth, heads=a.heads)
     outcome.summary["figures"] = draw("vit", outcome, ctx.out)
-    write_json(Path(ctx.out) / "summary.json", outcome.summary)
     return outcome.summary
 
 

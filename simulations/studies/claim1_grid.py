@@ -321,7 +321,7 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
     summary = compute(out_dir, quick=quick, seed=seed, jobs=min(2, default_jobs()),
                       progress=progress)
     records = summary.pop("points", None)  # the points stay in grid.json and cells/
-    return Outcome(summary, {"points": records})
+    return Outcome(summary, {"points": records}, saved=Path(out_dir) / "grid.json")
 
 
 def verdict(root: Path) -> dict:

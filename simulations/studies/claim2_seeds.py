@@ -327,7 +327,8 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
     summary = compute(config, out_dir, quick=quick, jobs=min(2, default_jobs()),
                       first_seed=seed, progress=progress)
     summary.pop("records", None)
-    return Outcome(summary, {"control": Path(out_dir) / "control"})
+    return Outcome(summary, {"control": Path(out_dir) / "control"},
+                   saved=Path(out_dir) / "seeds.json")
 
 
 def verdict(root: Path) -> dict:

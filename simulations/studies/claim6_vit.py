@@ -183,7 +183,7 @@ def run_comparison(out: Path, data: str = "digits", data_dir=None, seeds: int = 
     summary["out"] = str(out)
     summary["figures"] = []
     write_json(out / "summary.json", summary)
-    return Outcome(summary, {"result": result, "shuffle": shuffled})
+    return Outcome(summary, {"result": result, "shuffle": shuffled}, saved=out / "summary.json")
 
 
 def _positional_kind(summary: dict) -> str:

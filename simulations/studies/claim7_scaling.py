@@ -762,7 +762,8 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
     # one process: the cells are small, and a spawned worker pays its own imports and kernel
     # loading
     return Outcome(compute(Path(out_dir), seed=seed, jobs=1, progress=progress,
-                           mode="quick" if quick else "reduced"))
+                           mode="quick" if quick else "reduced"),
+                   saved=Path(out_dir) / "scaling" / "scaling.json")
 
 
 def verdict(root: Path) -> dict:

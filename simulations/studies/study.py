@@ -25,10 +25,13 @@ __all__ = ["Study", "Outcome"]
 @dataclass
 class Outcome:
     """What a study's run returns: ``summary`` (JSON-ready; ``exit_status`` 1 when the run did
-    not finish as it should) and ``products`` (name -> in-memory result, for its figures)."""
+    not finish as it should), ``products`` (name -> in-memory result, for its figures) and
+    ``saved``, the JSON file where the run saved its summary, if it did (the figures drawn from
+    the outcome are listed there too)."""
 
     summary: dict
     products: dict[str, Any] = field(default_factory=dict)
+    saved: Path | None = None
 
 
 @dataclass(frozen=True)

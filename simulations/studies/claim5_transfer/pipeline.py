@@ -374,7 +374,8 @@ def reproduce(out_dir: Path, config: Config, seed: int, quick: bool, progress: b
     when they are the same runs."""
     out_dir = Path(out_dir)
     return Outcome(run_study(config, seed, out_dir, quick=quick, progress=progress,
-                             reuse=(out_dir.parent / "seeds" / "seeds",)))
+                             reuse=(out_dir.parent / "seeds" / "seeds",)),
+                   saved=out_dir / "transfer.json")
 
 
 def verdict(root: Path) -> dict:
