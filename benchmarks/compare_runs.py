@@ -4,16 +4,16 @@
 
 Both folders are walked and every file found in either is compared with its namesake:
 
-- ``*.json`` (and ``*.jsonl``, line by line): every number, recursively, by JSON path (``summary.rows[3].error``), exactly
-  (floats bit for bit; NaN equals NaN; an int and a float are different), and the shape (keys
-  present, list lengths, types). Ignored: timings (a key ``seconds``, ``wall_s``, ``cpu_s``, or
-  one ending in ``_seconds`` or ``_s`` or containing ``_seconds_``, e.g. ``cpu_seconds``,
-  ``cell_seconds_by_N``, and the ``timings`` records of the steps, with everything under
-  them), versions (a key containing ``version``, e.g.
+- ``*.json`` (and ``*.jsonl``, line by line): every number, recursively, by JSON path
+  (``summary.rows[3].error``), exactly (floats bit for bit; NaN equals NaN; an int and a float are
+  different), and the shape (keys present, list lengths, types). Ignored: timings (a key
+  ``seconds``, ``wall_s``, ``cpu_s``, or one ending in ``_seconds`` or ``_s`` or containing
+  ``_seconds_``, e.g. ``cpu_seconds``, ``cell_seconds_by_N``, and the ``timings`` records of the
+  steps, with everything under them), versions (a key containing ``version``, e.g.
   ``package_versions``), and paths (a string that names a file: it starts with ``/`` or holds a
   ``/`` and no space; each folder's own path is replaced by ``<RUN>`` first). Other strings that
-  differ (fingerprints, statuses) are listed apart, as information: they do not make the
-  folders differ.
+  differ (fingerprints, statuses) are listed apart, as information: they do not make the folders
+  differ.
 - ``*.npz``: every array exactly: names, shape, dtype and values (NaN equals NaN).
 - ``*.png`` and any other file: the bytes.
 - Skipped, and counted: logs (``*.log``, e.g. ``step.log``), ``report.md`` and PDFs (they carry

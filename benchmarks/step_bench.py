@@ -1,12 +1,12 @@
 """One sampled-data gradient step timed next to one streaming read of its data.
 
-The fused step (:func:`patchassoc.simulations.engines.sampled_kernels.loss_and_grad`: loss, error and the
-gradients in v and Q of N samples) must read every entry of X (N x D x d) at least once, so one
-streaming read of X, NumPy's ``X @ v`` on the same array, is its floor on a given machine. The
-ratio step / read says how close the step is to that memory limit, whatever the machine's speed
-and load. Both are timed here interleaved (step, serial step, read, step, ...) in one process and
-the minimum of the repetitions is kept, so a burst of load from other processes hits all three
-alike; the load average is recorded next to them.
+The fused step (:func:`patchassoc.simulations.engines.sampled_kernels.loss_and_grad`: loss, error
+and the gradients in v and Q of N samples) must read every entry of X (N x D x d) at least once, so
+one streaming read of X, NumPy's ``X @ v`` on the same array, is its floor on a given machine. The
+ratio step / read says how close the step is to that memory limit, whatever the machine's speed and
+load. Both are timed here interleaved (step, serial step, read, step, ...) in one process and the
+minimum of the repetitions is kept, so a burst of load from other processes hits all three alike;
+the load average is recorded next to them.
 
 For comparison, an idiomatic PyTorch-CPU autograd step (softmax, two matrix products, the
 logistic loss as ``logaddexp(0, -m)``, ``backward``) runs in a separate process, if torch is

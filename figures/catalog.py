@@ -1,10 +1,10 @@
 """Which figures each study's results feed, and how they are drawn.
 
-:func:`draw` is what the command line calls after a study has run (``patchassoc reproduce`` and
-the study's own command): it hands the study's :class:`~patchassoc.simulations.studies.study.Outcome`
-to the drawer registered under the study's name, which calls the figure modules. Studies never
-draw: the figures sit above them (``cli -> figures``), and every figure module reads a saved or
-returned result, never recomputes one.
+:func:`draw` is what the command line calls after a study has run (``patchassoc reproduce`` and the
+study's own command): it hands the study's :class:`~patchassoc.simulations.studies.study.Outcome` to
+the drawer registered under the study's name, which calls the figure modules. Studies never draw:
+the figures sit above them (``cli -> figures``), and every figure module reads a saved or returned
+result, never recomputes one.
 """
 from __future__ import annotations
 

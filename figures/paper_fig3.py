@@ -7,8 +7,8 @@ copy of the feature w* with that sign) or 0 (noise only). The signal set S_l*, e
 which carries y w*, is boxed; outside it the +-1 patches are the feature noise (each patch with
 probability q/2 per sign). Thin lines separate the sets.
 
-:func:`patchassoc.simulations.studies.paper_settings.draw_point` draws the point from a seed (the sampler of
-:mod:`patchassoc.simulations.engines.sampler`); :func:`plot` only draws what it is given.
+:func:`patchassoc.simulations.studies.paper_settings.draw_point` draws the point from a seed (the
+sampler of :mod:`patchassoc.simulations.engines.sampler`); :func:`plot` only draws what it is given.
 
 References
 ----------

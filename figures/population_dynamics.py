@@ -1,9 +1,9 @@
 """Exact population dynamics: attention maps rebuilt from (a, b, c), the dynamics curves, and
 the population error against the Bayes error.
 
-Reads a saved :class:`patchassoc.simulations.engines.population.PopulationResult` (never recomputes): the maps are
-A = Pd I + Qs (B - I) + R (J - B) rebuilt from the recorded (a, b, c) at log-spaced steps, drawn
-in the natural patch order and with the sets contiguous.
+Reads a saved :class:`patchassoc.simulations.engines.population.PopulationResult` (never
+recomputes): the maps are A = Pd I + Qs (B - I) + R (J - B) rebuilt from the recorded (a, b, c) at
+log-spaced steps, drawn in the natural patch order and with the sets contiguous.
 
 The curves carry the paper's association metrics (SPEC section 3: Def. 2.2 in every row or none,
 the set-mate share) and shade the phases of the proof: up to t_alpha (alpha reaches half its

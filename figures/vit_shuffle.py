@@ -11,7 +11,8 @@ true position). Each panel's title gives the locality z-score of its map family 
 section 6, claim 6): positive means each patch's top-k patches are closer than under a random
 relabelling of the grid.
 
-Reads a saved :class:`~patchassoc.simulations.engines.vit.comparison.ShuffleResult`; never recomputes.
+Reads a saved :class:`~patchassoc.simulations.engines.vit.comparison.ShuffleResult`; never
+recomputes.
 
 References
 ----------

@@ -202,7 +202,8 @@ def train(config: Config | str = "ref", seed: int = 0, *, structure=None,
 
     See Also
     --------
-    patchassoc.simulations.engines.sampled_descent.gradient_descent : the engine, on samples you provide.
+    patchassoc.simulations.engines.sampled_descent.gradient_descent
+        The engine, on samples you provide.
 
     References
     ----------
@@ -319,7 +320,8 @@ def population_descent(config: Config | str = "ref", seed: int = 0, *,
 
     See Also
     --------
-    patchassoc.simulations.engines.population.trajectory.population_descent : from any (alpha0, a, b, c).
+    patchassoc.simulations.engines.population.trajectory.population_descent
+        From any (alpha0, a, b, c).
 
     References
     ----------
@@ -476,11 +478,11 @@ def check(from_dir: str | Path | None = None, *, config: Config | str = "ref", s
     Parameters
     ----------
     from_dir : str or Path, optional
-        A ``patchassoc reproduce`` output folder (the command writes
-        ``patchassoc-out/reproduce``): every claim is computed from its saved results and
-        nothing is recomputed; a result that is missing makes its claim ``not run``. Without it, the claims that are cheap now are
-        computed for ``config`` (population GD, the solutions, the lemmas, and, with ``train``,
-        a training run): minutes at ``ref``.
+        A ``patchassoc reproduce`` output folder (the command writes ``patchassoc-out/reproduce``):
+        every claim is computed from its saved results and nothing is recomputed; a result that is
+        missing makes its claim ``not run``. Without it, the claims that are cheap now are computed
+        for ``config`` (population GD, the solutions, the lemmas, and, with ``train``, a training
+        run): minutes at ``ref``.
     config : Config or str
         Configuration of the live computation (ignored with ``from_dir``).
     seed : int

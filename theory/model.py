@@ -5,7 +5,8 @@
 
 Q is either a free D x D logit matrix or Q = P P^T (positional encodings P in R^{D x k}).
 This module is the readable definition and the plain-NumPy path: the Numba kernels of
-:mod:`patchassoc.simulations.engines.sampled_kernels` compute the same quantities faster and are tested against it.
+:mod:`patchassoc.simulations.engines.sampled_kernels` compute the same quantities faster and are
+tested against it.
 
 Gradients (mean loss over N samples, g_n = dloss/df_n = -y_n sigmoid(-m_n) / N):
 

@@ -46,7 +46,8 @@ Facts the toolkit measures and the tests check (alpha > 0, act odd and increasin
    sum of s over set l). Its error equals the Bayes error (SPEC 5: the Bayes rule compares the
    numbers of all-+1 and all--1 sets; on ties both are right half the time by symmetry) iff
    act(alpha) > (L - 1) act(alpha (C - 1) / C) (for 0 < q < 1), the worst case being one
-   decisive constant set against L - 1 sets of sum -(C - 1). :func:`block_bayes_alpha` returns the threshold on alpha.
+   decisive constant set against L - 1 sets of sum -(C - 1). :func:`block_bayes_alpha` returns the
+   threshold on alpha.
 
 Patch association (SPEC 3) at level eps: min_i m_i(A) >= 1 - eps, with m_i the within-set mass
 (which counts A_ii). Because it counts self-attention, ``identity`` has m_i -> 1: to tell the

@@ -1,8 +1,8 @@
 """The ``patchassoc`` command line (also ``python -m patchassoc``).
 
 Every subcommand shares the options ``--preset``, ``--set key=value`` (repeatable, any
-:class:`~patchassoc.theory.config.Config` field), ``--seed``, ``--out``, ``--json`` (exactly one JSON object
-on stdout, nothing else there) and ``--quiet`` (no progress bar on stderr).
+:class:`~patchassoc.theory.config.Config` field), ``--seed``, ``--out``, ``--json`` (exactly one
+JSON object on stdout, nothing else there) and ``--quiet`` (no progress bar on stderr).
 
 A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It defines
 
@@ -11,9 +11,10 @@ A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It
 - ``run(ctx) -> dict``: the work, given a :class:`Context`; returns the JSON-ready summary.
   It may define ``render(summary) -> str`` for the human-readable text (default: key: value).
 
-Bad input (:class:`ValueError`, including :class:`~patchassoc.simulations.runtime.errors.UsageError`, and argument
-errors) prints one line ``patchassoc: error: ...`` on stderr and exits with status 2. An
-interrupted command exits with status 130 after keeping what it finished.
+Bad input (:class:`ValueError`, including
+:class:`~patchassoc.simulations.runtime.errors.UsageError`, and argument errors) prints one line
+``patchassoc: error: ...`` on stderr and exits with status 2. An interrupted command exits with
+status 130 after keeping what it finished.
 """
 from __future__ import annotations
 

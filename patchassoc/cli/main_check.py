@@ -12,9 +12,9 @@ Each claim is printed with its negative controls underneath; every control must 
 association, and one that associates fails its claim.
 
 Exit status 1 when a claim fails. A claim that is ``not run`` is never counted as passed
-(``all_passed`` is false) but fails the command only with ``--strict``, or with ``--from``
-(a reproduction folder should hold every result). A ``preview`` neither passes nor fails.
-The claims and their thresholds live with their studies (:mod:`patchassoc.simulations.studies.registry`).
+(``all_passed`` is false) but fails the command only with ``--strict``, or with ``--from`` (a
+reproduction folder should hold every result). A ``preview`` neither passes nor fails. The claims
+and their thresholds live with their studies (:mod:`patchassoc.simulations.studies.registry`).
 
 References
 ----------

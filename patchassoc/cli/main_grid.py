@@ -1,11 +1,11 @@
 """``patchassoc grid``: claim 1 (Theorem 4.1) on the grid of (L, C, d), with its map.
 
 Every (L, C) with L, C >= 2 and L C <= ``--max-D`` (default 32), times d in ``--ds`` (default
-64,256,1024,4096): exact population GD with the diagonal fixed at each point's reference
-scalings, stopped once Def. 2.2 holds in every row and the error is <= 1.3 x Bayes + the
-certified bound, or after 10,000 steps (:mod:`patchassoc.simulations.studies.claim1_grid`). Prints the
-verdict on the paper's regime (q <= 0.5, L >= 3: >= 90 % pass and the reference point passes)
-and draws ``claim1_grid.png``.
+64,256,1024,4096): exact population GD with the diagonal fixed at each point's reference scalings,
+stopped once Def. 2.2 holds in every row and the error is <= 1.3 x Bayes + the certified bound, or
+after 10,000 steps (:mod:`patchassoc.simulations.studies.claim1_grid`). Prints the verdict on the
+paper's regime (q <= 0.5, L >= 3: >= 90 % pass and the reference point passes) and draws
+``claim1_grid.png``.
 
 Points are stored in ``<out>/cells/`` as they finish; a re-run computes only the missing ones.
 ``--jobs N`` runs N local processes, ``--dask ADDRESS`` a Dask cluster. ``--quick`` runs a

@@ -4,19 +4,19 @@ Each step writes into its own subfolder and, when it finishes, a ``step.json`` w
 a re-run skips the steps whose ``step.json`` exists (``--force`` reruns them). A step that fails
 is reported and the others still run; the exit status is 1 if any step failed.
 
-The steps are the studies of :data:`patchassoc.simulations.studies.registry.STUDIES`; each
-runs its study and draws its figures (:func:`patchassoc.figures.catalog.draw`). Steps run side
-by side (:func:`patchassoc.simulations.runtime.executor.run_steps`). With ``--jobs J`` (default: every core this process may use) up to J steps
-run at once, in J worker processes (each kept for several steps, so the imports and the Numba
-kernels load once per worker). A step runs on one core (``PATCHASSOC_JOBS=1``, one Numba thread,
-``OMP_NUM_THREADS=1``, which torch follows too) and writes its output to ``<step>/step.log``. It
-starts once the studies it reads (``Study.inputs``) have finished; among the ready steps, the one
-with the longest chain of work behind it starts first (``Study.cost``: single-core CPU-seconds
-of a full run), so the cores stay busy until the end; and two steps that would compile the same
-Numba kernels on a cold cache do not start side by side (``Study.kernels``). The last step to
-start gets the cores no other step is using. The results are the same as with ``--jobs 1``
-(every step is deterministic whatever its thread count), which runs the steps one after the
-other in this process, with their own progress bars.
+The steps are the studies of :data:`patchassoc.simulations.studies.registry.STUDIES`; each runs its
+study and draws its figures (:func:`patchassoc.figures.catalog.draw`). Steps run side by side
+(:func:`patchassoc.simulations.runtime.executor.run_steps`). With ``--jobs J`` (default: every core
+this process may use) up to J steps run at once, in J worker processes (each kept for several steps,
+so the imports and the Numba kernels load once per worker). A step runs on one core
+(``PATCHASSOC_JOBS=1``, one Numba thread, ``OMP_NUM_THREADS=1``, which torch follows too) and writes
+its output to ``<step>/step.log``. It starts once the studies it reads (``Study.inputs``) have
+finished; among the ready steps, the one with the longest chain of work behind it starts first
+(``Study.cost``: single-core CPU-seconds of a full run), so the cores stay busy until the end; and
+two steps that would compile the same Numba kernels on a cold cache do not start side by side
+(``Study.kernels``). The last step to start gets the cores no other step is using. The results are
+the same as with ``--jobs 1`` (every step is deterministic whatever its thread count), which runs
+the steps one after the other in this process, with their own progress bars.
 """
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def _steps(selected) -> list[Step]:
     for s in selected:
         after = [n for n in names if n != s.name] if s.inputs == ("*",) else \
             [n for n in s.inputs if n in names]
-        steps.append(Step(s.name, functools.partial(_run_study, s.name, s.run, bool(s.figures)), s.what, tuple(after),
+        step = functools.partial(_run_study, s.name, s.run, bool(s.figures))
+        steps.append(Step(s.name, step, s.what, tuple(after),
                           s.cost, s.kernels))
     return steps
 

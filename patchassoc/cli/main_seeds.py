@@ -1,13 +1,13 @@
 """``patchassoc seeds``: claim 2 (Theorem 4.2) over seeds, and its control (paper Fig. 2 data).
 
-Trains the configuration (ref by default) with the diagonal fixed for ``--seeds`` seeds
-(default 10; :mod:`patchassoc.simulations.studies.claim2_seeds`): per seed, Def. 2.2 in every row,
-share_min >= 0.75 and test error <= 2 x Bayes + 0.001; the pass rate with its Wilson 95 %
-interval (the claim needs its lower end >= 0.7); the invariance of Q_T - Q_0 against 200 random
-partitions (z-score). Then the control: the same model on the paper's Fig. 2 data (i.i.d.
-Gaussian patches, labels from a cubic CNN over the 2x2 windows of the 4x4 grid) and on the
-structured data with the same windows (:mod:`patchassoc.simulations.studies.fig2_control`); it must not
-associate. ``--quick`` trains 2 seeds at a reduced size: a preview, never a verdict.
+Trains the configuration (ref by default) with the diagonal fixed for ``--seeds`` seeds (default 10;
+:mod:`patchassoc.simulations.studies.claim2_seeds`): per seed, Def. 2.2 in every row, share_min >=
+0.75 and test error <= 2 x Bayes + 0.001; the pass rate with its Wilson 95 % interval (the claim
+needs its lower end >= 0.7); the invariance of Q_T - Q_0 against 200 random partitions (z-score).
+Then the control: the same model on the paper's Fig. 2 data (i.i.d. Gaussian patches, labels from a
+cubic CNN over the 2x2 windows of the 4x4 grid) and on the structured data with the same windows
+(:mod:`patchassoc.simulations.studies.fig2_control`); it must not associate. ``--quick`` trains 2
+seeds at a reduced size: a preview, never a verdict.
 
 Seeds are stored in ``<out>/seeds/`` as they finish and reused by a re-run; ``--jobs N`` trains
 N seeds at a time, ``--dask ADDRESS`` on a Dask cluster.

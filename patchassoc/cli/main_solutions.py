@@ -1,11 +1,12 @@
 """``patchassoc solutions``: the explicit solutions, their certified risk and error, the Bayes
 error, which generalize, which have patch association, and what gradient descent selects.
 
-Two configurations: ``main`` (the resolved config, the reference one by default) and the
-documented alternative ``alt`` (the same with q = ``--alt-q``, default
-:data:`patchassoc.simulations.studies.claim3_solutions.ALT_Q`), where identity and uniform attention generalize within
-the slack of the criterion. The sampled-data GD row is computed for ``main`` only (it trains the
-model with :func:`patchassoc.simulations.engines.sampled_descent.train`, or loads ``--train-from DIR``).
+Two configurations: ``main`` (the resolved config, the reference one by default) and the documented
+alternative ``alt`` (the same with q = ``--alt-q``, default
+:data:`patchassoc.simulations.studies.claim3_solutions.ALT_Q`), where identity and uniform attention
+generalize within the slack of the criterion. The sampled-data GD row is computed for ``main`` only
+(it trains the model with :func:`patchassoc.simulations.engines.sampled_descent.train`, or loads
+``--train-from DIR``).
 
 Writes ``<out>/main`` and ``<out>/alt`` (result folders, each with the population GD run in
 ``population_gd/``) and the figures ``solutions_lambda_main`` / ``solutions_lambda_alt``.
@@ -41,7 +42,8 @@ def _lambdas(text: str) -> tuple[float, ...]:
 
 
 def add_arguments(parser) -> None:
-    from patchassoc.simulations.studies.claim3_solutions import ALT_Q, DEFAULT_LAMBDAS, GD_STEPS, MC_SAMPLES, QUICK_GD_STEPS
+    from patchassoc.simulations.studies.claim3_solutions import (
+        ALT_Q, DEFAULT_LAMBDAS, GD_STEPS, MC_SAMPLES, QUICK_GD_STEPS)
     parser.add_argument("--lambdas", default=None, metavar="L1,L2,...",
                         help="lambda grid (default " + ",".join(f"{x:g}" for x in DEFAULT_LAMBDAS)
                              + "); the table reports the largest")

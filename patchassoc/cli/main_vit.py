@@ -127,7 +127,8 @@ def _shuffle_lines(sh: dict) -> list[str]:
 
 
 def render(summary: dict) -> str:
-    from patchassoc.simulations.studies.claim6_vit import _MODEL_LABELS, _pct, _positional_kind, _preview_text, controls_text
+    from patchassoc.simulations.studies.claim6_vit import (_MODEL_LABELS, _pct, _positional_kind,
+                                                           _preview_text, controls_text)
     kind = _positional_kind(summary)
     gap = summary[f"gap_{kind}"]
     label = {"positional": "positional ViT, softmax(P W_h P^T)",

@@ -43,7 +43,8 @@ from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.engines.start import initial_parameters, record_steps
-from patchassoc.simulations.engines.sampler import Sample, check_sample_size, draw, draw_target, streams
+from patchassoc.simulations.engines.sampler import (Sample, check_sample_size, draw, draw_target,
+                                                    streams)
 
 __all__ = ["TrainResult", "Trajectory", "gradient_descent", "train", "record_steps",
            "initial_parameters", "ASSOCIATION_EPS"]

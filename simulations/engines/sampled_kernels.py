@@ -1,16 +1,17 @@
 """Numba kernels for the sampled-data model, behind validated public functions.
 
-The public functions coerce their inputs (float64, C-contiguous, shapes, finite values),
-allocate the outputs and call private ``_kernel`` functions that see only arrays and scalars.
-They compute exactly what :func:`patchassoc.theory.model.loss_and_grad` defines (the plain-NumPy path the
-tests compare against), in one pass over the samples:
+The public functions coerce their inputs (float64, C-contiguous, shapes, finite values), allocate
+the outputs and call private ``_kernel`` functions that see only arrays and scalars. They compute
+exactly what :func:`patchassoc.theory.model.loss_and_grad` defines (the plain-NumPy path the tests
+compare against), in one pass over the samples:
 
     U_j = <v, X_j>,  z_i = sum_j A_ij U_j,  m = y sum_i act(z_i),
     G_i = y l'(m) act'(z_i) / N,  dA += G U^T,  grad_v += sum_j (A^T G)_j X_j.
 
-The sample loop is split into :data:`~patchassoc.simulations.engines._jit.N_CHUNKS` fixed chunks, each with its own
-accumulator, merged in order afterwards: results are deterministic whatever the thread count, and
-the serial driver (small inputs) gives the same numbers as the threaded one (large inputs).
+The sample loop is split into :data:`~patchassoc.simulations.engines._jit.N_CHUNKS` fixed chunks,
+each with its own accumulator, merged in order afterwards: results are deterministic whatever the
+thread count, and the serial driver (small inputs) gives the same numbers as the threaded one (large
+inputs).
 
 A step is bound by one read of X from memory (N D d entries; ``patchassoc bench`` times it
 against ``X @ v``). X is read once: each sample's D x d block is still in cache for its

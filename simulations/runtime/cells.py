@@ -10,6 +10,8 @@ others. An interrupted cell is never stored.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -18,7 +20,15 @@ from patchassoc.simulations.runtime.executor import Shared, map_tasks, single_nu
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import read_json, write_json
 
-__all__ = ["run_cells", "load_record"]
+__all__ = ["run_cells", "load_record", "fingerprint"]
+
+
+def fingerprint(record: dict) -> str:
+    """A task's fingerprint: the first 16 hex digits of the SHA-256 of ``record`` as JSON with
+    sorted keys (``record`` holds the task's protocol version and everything its numbers depend
+    on). A stored cell with another fingerprint belongs to another task."""
+    text = json.dumps(record, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _interrupted(rec: dict) -> bool:

@@ -32,8 +32,6 @@ SPEC section 6 (claim 1), section 3 (Def. 2.2, share), section 5 (exact populati
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -42,11 +40,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+
 from patchassoc.theory.association import invariant_association
+from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.config import Config, preset
 from patchassoc.theory.structure import Structure
-
-from patchassoc.simulations.runtime.cells import run_cells
+from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
+from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.study import Outcome, Study
@@ -107,8 +107,7 @@ class GridTask:
     check_every: int = CHECK_EVERY
 
     def fingerprint(self) -> str:
-        text = json.dumps({"protocol": PROTOCOL, **asdict(self)}, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return fingerprint({"protocol": PROTOCOL, **asdict(self)})
 
 
 def grid_cells(ds: Sequence[int] = DS, max_D: int = MAX_D) -> list[GridCell]:
@@ -140,8 +139,6 @@ def run_cell(task: GridTask, cell: GridCell) -> dict:
     ``topc``, ``error``, ``bayes_error``, ``bound``, ``error_over_bayes``, ``share``,
     ``(alpha, a, b, c)``, ``q``, ``in_regime``, ``status``, ``seconds``, ``fingerprint``.
     """
-    from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
-    from patchassoc.theory.bayes import bayes_error
 
     t0, c0 = time.perf_counter(), time.process_time()
     cfg = cell_config(task, cell)

@@ -1,8 +1,9 @@
 """Claim 2 (Theorem 4.2, sampled data) over seeds: pass rate with a Wilson interval, invariance.
 
-Each seed trains the reference model with the diagonal fixed (the paper's Simplification 3.1)
-on its own structure, feature, initialization and samples (:func:`patchassoc.simulations.engines.sampled_descent.train`),
-and passes (SPEC section 6, claim 2) when
+Each seed trains the reference model with the diagonal fixed (the paper's Simplification 3.1) on its
+own structure, feature, initialization and samples
+(:func:`patchassoc.simulations.engines.sampled_descent.train`), and passes (SPEC section 6, claim 2)
+when
 
 - Def. 2.2 holds in every row of the learned logits Q_T (ties fail);
 - the set-mate share has min over rows >= ``SHARE_MIN`` = 0.75 (association at eps = 0.25);
@@ -29,7 +30,6 @@ SPEC section 6 (claim 2), section 3 (Def. 2.2, share).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -41,10 +41,12 @@ import numpy as np
 from scipy.stats import binomtest
 
 from patchassoc.theory.association import associate
+from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.config import Config
 from patchassoc.theory.invariant import invariant_fraction
 from patchassoc.theory.structure import Structure, random_partition
-from patchassoc.simulations.runtime.cells import run_cells
+from patchassoc.simulations.engines.sampled_descent import train
+from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.fig2_control import run_pair
@@ -132,14 +134,11 @@ class SeedTask:
 
     def fingerprint(self) -> str:
         cfg = {k: v for k, v in json.loads(self.config_json).items() if k != "records"}
-        text = json.dumps({"protocol": PROTOCOL, "config": cfg}, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return fingerprint({"protocol": PROTOCOL, "config": cfg})
 
 
 def run_seed(task: SeedTask, cell: SeedCell) -> dict:
     """Train one seed, save its run to ``<folder>/seed-<k>/``, return its record."""
-    from patchassoc.theory.bayes import bayes_error
-    from patchassoc.simulations.engines.sampled_descent import train
 
     t0, c0 = time.perf_counter(), time.process_time()
     cfg = task.config
@@ -231,8 +230,8 @@ def claim2(seeds: dict | None, convergence: dict | None = None, structure: Struc
     """Claim 2 from a seeds summary (``patchassoc seeds``: ``seeds.json``), the convergence
     summary (reported) and the reference structure (matrix controls at eps = 0.25).
 
-    The Fig. 2 control is ``seeds["control"]`` (:func:`patchassoc.simulations.studies.fig2_control.run_pair`):
-    it must not associate.
+    The Fig. 2 control is ``seeds["control"]``
+    (:func:`patchassoc.simulations.studies.fig2_control.run_pair`): it must not associate.
     """
     threshold = (f"Wilson 95 % lower end of the pass rate >= {RATE_LOWER:g} (a seed: Def. 2.2 "
                  f"in every row, share_min >= 0.75, test error <= 2 x Bayes + 0.001); controls "

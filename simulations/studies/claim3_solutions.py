@@ -3,38 +3,39 @@ solutions gradient descent finds, next to the exact Bayes error.
 
 Every number is labelled with how it was obtained:
 
-- ``exact-multiset``: the G-invariant settings (block-uniform, identity, uniform, the population
-  GD end point, and any construction whose logits happen to be invariant, e.g. lambda = 0),
-  by the multiset enumeration of :mod:`patchassoc.simulations.engines.population.exact`: complete (exact up to
-  rounding) when affordable, otherwise truncated with a certified bound (the table then shows
-  the interval [value, value + bound]);
+- ``exact-multiset``: the G-invariant settings (block-uniform, identity, uniform, the population GD
+  end point, and any construction whose logits happen to be invariant, e.g. lambda = 0), by the
+  multiset enumeration of :mod:`patchassoc.simulations.engines.population.exact`: complete (exact up
+  to rounding) when affordable, otherwise truncated with a certified bound (the table then shows the
+  interval [value, value + bound]);
 - ``brute-force``: the non-invariant settings (wrong partition, shifted blocks, the sampled GD
   solution), by enumerating all 2 L 3^((L-1) C) (y, l*, noise) patterns
-  (:func:`patchassoc.simulations.engines.population.bruteforce.bruteforce_risk`; at the reference D = 16 this is
-  4.25 million patterns, a few seconds);
+  (:func:`patchassoc.simulations.engines.population.bruteforce.bruteforce_risk`; at the reference D
+  = 16 this is 4.25 million patterns, a few seconds);
 - ``monte-carlo``: a non-invariant setting too large for brute force: n i.i.d. draws of the
   noiseless projection s, with a 95 % interval (normal for the risk, Wilson for the error). Its
   verdict ``generalizes`` is ``undetermined`` when the interval straddles the threshold.
 
 The model is the idealized one (SPEC 4-5): <v, X_j> = alpha s_j. Conventions (scaling by lambda,
-fixed alpha, association level, generalization threshold) are those of :mod:`patchassoc.theory.solutions`.
-The fixed alpha of the constructions defaults to the value scale that population gradient
-descent reaches (its alpha after ``gd_steps`` steps), so that the constructions differ from
-the learned solution only in their attention; identity and uniform attention have an error
-independent of alpha (patchassoc.theory.solutions, fact 2), and block-uniform's hard limit is
-Bayes-optimal for every alpha above :func:`patchassoc.theory.solutions.block_bayes_alpha`.
+fixed alpha, association level, generalization threshold) are those of
+:mod:`patchassoc.theory.solutions`. The fixed alpha of the constructions defaults to the value scale
+that population gradient descent reaches (its alpha after ``gd_steps`` steps), so that the
+constructions differ from the learned solution only in their attention; identity and uniform
+attention have an error independent of alpha (patchassoc.theory.solutions, fact 2), and
+block-uniform's hard limit is Bayes-optimal for every alpha above
+:func:`patchassoc.theory.solutions.block_bayes_alpha`.
 
 The gradient-descent rows:
 
 - ``gd-population``: the end point (alpha, a, b, c) of the exact population dynamics
-  (:func:`patchassoc.simulations.engines.population.trajectory.run_population`) from the reference initialization
-  after ``gd_steps`` steps;
-- ``gd-sampled``: the solution of sampled-data GD (:func:`patchassoc.simulations.engines.sampled_descent.train`, full v and
-  full D x D Q, the config's steps and N), evaluated exactly on its full non-invariant Q with
-  alpha = <v, w*> (the idealized model), and scored as a whole by Monte Carlo (``full``): the
-  trained v meets the patch noise through <v, xi_j> ~ N(0, sigma^2 |v|^2) (|v_perp| for noise
-  orthogonal to w*), drawn with the noise deltas, 95 % intervals. The run's own test error is
-  reported beside it.
+  (:func:`patchassoc.simulations.engines.population.trajectory.run_population`) from the reference
+  initialization after ``gd_steps`` steps;
+- ``gd-sampled``: the solution of sampled-data GD
+  (:func:`patchassoc.simulations.engines.sampled_descent.train`, full v and full D x D Q, the
+  config's steps and N), evaluated exactly on its full non-invariant Q with alpha = <v, w*> (the
+  idealized model), and scored as a whole by Monte Carlo (``full``): the trained v meets the patch
+  noise through <v, xi_j> ~ N(0, sigma^2 |v|^2) (|v_perp| for noise orthogonal to w*), drawn with
+  the noise deltas, 95 % intervals. The run's own test error is reported beside it.
 
 Association is the paper's (SPEC section 3), ranked on each row's logits: Def. 2.2 rows, the
 set-mate share, association at eps (0.1; the sampled row 0.25), and whether every row's top-C
@@ -333,8 +334,9 @@ class SolutionsResult:
     alpha0, alpha0_source : the fixed alpha of the constructions and where it came from.
     lambdas : the lambda grid; ``curves[name][field]`` are arrays over it, with the methods in
         ``curve_methods[name]``.
-    rows : the table (constructions at the largest lambda, then the GD rows).
-    bayes_error : exact Bayes error (closed form of :func:`patchassoc.simulations.engines.population.exact.bayes_error`);
+    rows : the table (constructions at the largest lambda, then the GD rows). bayes_error : exact
+    Bayes error (closed form of
+    :func:`patchassoc.simulations.engines.population.exact.bayes_error`);
         ``bayes_error_bruteforce`` the oracle's independent value (None if brute force never ran).
     attention : name -> the attention matrix of each row (figures, nearest construction).
     gd_population : summary of the population GD run; ``gd_sampled`` that of the sampled run
@@ -668,9 +670,10 @@ def solutions_table(config: Config, seed: int = 0, *, label: str = "ref",
     lambdas : the lambda grid (sorted, >= 0); the table reports its largest value.
     alpha : the fixed alpha of the constructions (default: population GD's alpha).
     gd_steps : steps of the population GD row.
-    train_result : a :class:`patchassoc.simulations.engines.sampled_descent.TrainResult` to use for the sampled GD
-        row (trained with ``patchassoc.simulations.engines.sampled_descent.train(config, seed)`` when None and
-        ``sampled``).
+    train_result : a :class:`patchassoc.simulations.engines.sampled_descent.TrainResult` to use for
+    the sampled GD
+        row (trained with ``patchassoc.simulations.engines.sampled_descent.train(config, seed)``
+        when None and ``sampled``).
     sampled : include the sampled GD row.
     mc_samples : Monte Carlo draws for settings beyond brute force, and for the sampled row
         with v_perp.
@@ -839,7 +842,7 @@ def compute(config: Config, seed: int, out: Path, *, lambdas=None, alpha=None, g
 def reproduce(out_dir: Path, config: Config, seed: int, quick: bool,
               progress: bool) -> Outcome:
     """Reproduction step: the reference table and figure (``main/``; claim 3 reads it). The
-    alternative configuration ``alt/`` (41 CPU-s, a population GD run of 10,000 steps) is left
+    alternative configuration ``alt/`` (a population GD run of 10,000 steps) is left
     to ``patchassoc solutions``, to keep the reproduction within its time budget.
 
     The sampled-data row reuses the sibling ``train/`` result of the reproduction when it was

@@ -232,9 +232,9 @@ DECLARED_SEEDS = 5
 
 def preview_reasons(summary: dict) -> list[str]:
     """Why a digits run is smaller than claim 6's declared study (SPEC section 6: the full
-    1347/450 split, the digits recipe of :mod:`~patchassoc.simulations.engines.vit.training`, >= 5 seeds),
-    as short phrases; empty for the declared study, a larger one, or another data set (which has
-    no declared study). Such a run, e.g. ``reproduce --quick``'s 2-epoch preview, is a pipeline
+    1347/450 split, the digits recipe of :mod:`~patchassoc.simulations.engines.vit.training`, >= 5
+    seeds), as short phrases; empty for the declared study, a larger one, or another data set (which
+    has no declared study). Such a run, e.g. ``reproduce --quick``'s 2-epoch preview, is a pipeline
     check: its numbers decide nothing."""
     if summary.get("data") != "digits":
         return []

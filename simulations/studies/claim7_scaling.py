@@ -23,8 +23,8 @@ Three studies, each made of independent, resumable cells
     s_k = -ln(e_{k+1} / e_k) / ln(d_{k+1} / d_k) of the certified upper ends e_k
     (:func:`omega_test`).
 (b) Dynamics against d and D: the phase times t_alpha, t_share and the final share of the GD
-    runs (:func:`patchassoc.simulations.engines.population.trajectory.phases`), fitted by least squares
-    against ln d (exponent gamma) and ln ln d (polylog exponent beta) (:func:`loglog_fit`).
+    runs (:func:`patchassoc.simulations.engines.population.trajectory.phases`), fitted by least
+    squares against ln d (exponent gamma) and ln ln d (polylog exponent beta) (:func:`loglog_fit`).
 (c) Sampled data against d: the smallest N of a grid at which >= 8 of 10 seeds of sampled GD
     associate (Def. 2.2 in every row and share_min >= 0.75, claim 2's test).
 
@@ -34,8 +34,6 @@ SPEC sections 1-3, 5 and 6 (item 7).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -44,7 +42,18 @@ from typing import Sequence
 
 import numpy as np
 
+from patchassoc.theory.association import associate, invariant_association
+from patchassoc.theory.bayes import bayes_error
+from patchassoc.theory.config import Config
+from patchassoc.theory.solutions import sign_of_sum_error
+from patchassoc.simulations.engines.population.exact import evaluate, plan
+from patchassoc.simulations.engines.population.trajectory import (
+    initial_point, phases, population_descent)
+from patchassoc.simulations.engines.sampled_descent import train
+from patchassoc.simulations.engines.start import record_steps
+from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.studies.claim2_seeds import SHARE_MIN
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import from_step
 
@@ -153,7 +162,6 @@ class Family:
     def config(self, d: int, sizes: dict | None = None, **overrides):
         """The :class:`~patchassoc.theory.config.Config` at ``d`` (diagonal fixed); ``sizes``
         (from :meth:`sizes`, possibly of another family) replaces the family's own."""
-        from patchassoc.theory.config import Config
         s = self.sizes(d) if sizes is None else sizes
         values = dict(d=s["d"], L=s["L"], C=s["C"], q=s["q"], kappa=s["kappa"],
                       diagonal="fixed", param="logits")
@@ -243,8 +251,6 @@ def loglog_fit(x: Sequence[float], y: Sequence[float]) -> dict | None:
 # -- closed forms --------------------------------------------------------------------------------
 def closed_forms(family: Family, ds: Sequence[int]) -> list[dict]:
     """Exact Bayes error and identity/uniform error (sign of the sum) at every d."""
-    from patchassoc.theory.bayes import bayes_error
-    from patchassoc.theory.solutions import sign_of_sum_error
     rows = []
     for d in ds:
         s = family.sizes(d)
@@ -292,8 +298,7 @@ class ScalingTask:
     def fingerprint(self) -> str:
         data = asdict(self)
         data.pop("folder")
-        text = json.dumps({"protocol": PROTOCOL, **data}, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return fingerprint({"protocol": PROTOCOL, **data})
 
     def steps(self, d: int) -> int:
         T = steps_for(d, self.steps_per_log)
@@ -309,7 +314,6 @@ def _sizes(task: ScalingTask, cell: ScalingCell) -> dict:
 
 
 def _certify(s: dict, alpha, a, b, c, tol, cap) -> dict:
-    from patchassoc.simulations.engines.population.exact import evaluate, plan
     L, C, q = s["L"], s["C"], s["q"]
     try:
         pl = plan(L, C, q, 5, 0.03, alpha, a, b, c, tol=tol, max_configurations=cap, prune=True)
@@ -324,7 +328,6 @@ def _certify(s: dict, alpha, a, b, c, tol, cap) -> dict:
 
 
 def _block(task: ScalingTask, cell: ScalingCell) -> dict:
-    from patchassoc.theory.bayes import bayes_error
     s = _sizes(task, cell)
     bayes = bayes_error(s["L"], s["C"], s["q"])
     lam = BLOCK_LAMBDA_PER_LOG * math.log(cell.d)
@@ -334,11 +337,6 @@ def _block(task: ScalingTask, cell: ScalingCell) -> dict:
 
 
 def _gd(task: ScalingTask, cell: ScalingCell) -> dict:
-    from patchassoc.simulations.engines.population.trajectory import (initial_point, phases,
-                                                             population_descent)
-    from patchassoc.theory.bayes import bayes_error
-    from patchassoc.simulations.engines.start import record_steps
-    from patchassoc.theory.association import invariant_association
     s = _sizes(task, cell)
     L, C, q = s["L"], s["C"], s["q"]
     cfg = task.family.config(cell.d, s)
@@ -371,9 +369,6 @@ def _gd(task: ScalingTask, cell: ScalingCell) -> dict:
 
 
 def _sampled(task: ScalingTask, cell: ScalingCell) -> dict:
-    from patchassoc.simulations.studies.claim2_seeds import SHARE_MIN
-    from patchassoc.simulations.engines.sampled_descent import train
-    from patchassoc.theory.association import associate
     s = _sizes(task, cell)
     cfg = task.family.config(cell.d, s, n_train=int(cell.N), n_test=SAMPLED_N_TEST,
                              steps=task.sampled_steps, records=5)
@@ -433,7 +428,6 @@ def run_study_cells(task: ScalingTask, cells: Sequence[ScalingCell], folder: str
                     jobs: int = 1, dask=None, progress: bool = False, desc: str = "scaling",
                     compute=compute_cell) -> dict:
     """Compute the missing cells (each stored as it finishes), return key -> record."""
-    from patchassoc.simulations.runtime.cells import run_cells
     out = run_cells(task, list(cells), folder, compute, _matches, jobs=jobs, dask=dask,
                     progress=progress, desc=desc)
     return out

@@ -1,14 +1,14 @@
 """Sampled-data trajectories approach the exact population trajectory as N grows.
 
-Setting: the paper's (Assumption 1 in ``PAPER.md``): patch noise orthogonal to the feature,
-xi_j ~ N(0, sigma^2 (I - w* w*^T)), at the config's d and sigma (reference: d = 256,
-sigma = 1/sqrt(d)). Then <w*, X_j> = s_j exactly, so for v parallel to w* the empirical risk is
-a sample mean of the exact "no projection noise" risk of :mod:`.exact`, and the population
-trajectory of (alpha, a, b, c) (:func:`.dynamics.population_descent`, v_perp = 0 all along) is
-the N -> infinity limit of sampled gradient descent (SPEC section 4: L8). The sampled runs are
-full gradient descent (:func:`patchassoc.simulations.engines.sampled_descent.gradient_descent`: full v in R^d,
-full D x D Q, no symmetry assumed), so their v picks up a part v_perp orthogonal to w* (fitted
-to the sampled noise) and their Q a non-invariant part: both vanish as N grows.
+Setting: the paper's (Assumption 1 in ``PAPER.md``): patch noise orthogonal to the feature, xi_j ~
+N(0, sigma^2 (I - w* w*^T)), at the config's d and sigma (reference: d = 256, sigma = 1/sqrt(d)).
+Then <w*, X_j> = s_j exactly, so for v parallel to w* the empirical risk is a sample mean of the
+exact "no projection noise" risk of :mod:`.exact`, and the population trajectory of (alpha, a, b, c)
+(:func:`.dynamics.population_descent`, v_perp = 0 all along) is the N -> infinity limit of sampled
+gradient descent (SPEC section 4: L8). The sampled runs are full gradient descent
+(:func:`patchassoc.simulations.engines.sampled_descent.gradient_descent`: full v in R^d, full D x D
+Q, no symmetry assumed), so their v picks up a part v_perp orthogonal to w* (fitted to the sampled
+noise) and their Q a non-invariant part: both vanish as N grows.
 
 For each seed, the population dynamics start from that seed's (alpha0, Q0)
 (:func:`.dynamics.initial_point`). Each sampled run starts from the same point, v0 = alpha0 w*
@@ -76,7 +76,8 @@ DEFAULT_NS = (250, 500, 1000, 2000, 4000, 8000, 16000)
 DEFAULT_SEEDS = 8
 #: The sample sizes of the full ``reproduce`` (SPEC section 6, claim 2: reported, not a
 #: threshold): 250 to 2000, 8 seeds (the runs cost in proportion to N, and the larger N do not
-#: fit the reproduction's budget). ``patchassoc population --convergence`` runs :data:`DEFAULT_NS` (or ``--ns``).
+#: fit the reproduction's budget). ``patchassoc population --convergence`` runs :data:`DEFAULT_NS`
+#: (or ``--ns``).
 REPRODUCE_NS = (250, 500, 1000, 2000)
 #: Steps of the study: at ``ref`` (fixed diagonal) the population alpha grows until step ~100
 #: (phase I), the attention then moves within ~40 steps (phase II: within-set mass 0.42 ->

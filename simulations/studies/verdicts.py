@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.theory.association import control_records
 from patchassoc.theory.structure import Structure
 from patchassoc.simulations.runtime.results import read_json
 
@@ -74,7 +75,6 @@ def controls_text(controls: list[dict]) -> str:
 def matrix_controls(structure: Structure | None, eps: float) -> list[dict]:
     """The matrix controls on ``structure`` (default: the ref configuration's sets of seed 0;
     the controls fail for any partition, so which one does not change their verdict)."""
-    from patchassoc.theory.association import control_records
     if structure is None:
         from patchassoc.theory.config import preset
         from patchassoc.theory.structure import build_structure

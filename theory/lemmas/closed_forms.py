@@ -23,9 +23,10 @@ from patchassoc.theory.structure import blocks
 
 from patchassoc.theory.lemmas import algebra as alg
 from patchassoc.theory.lemmas._core import Proof, lemma
-from patchassoc.theory.lemmas._symbolic import (act, act_odd, ell, exp_to_symbols, invariant_attention,
-                        invariant_logits, model_terms, patterns, sets_of, softmax, strided,
-                        structure_matrices, symbol_matrix)
+from patchassoc.theory.lemmas._symbolic import (act, act_odd, ell, exp_to_symbols,
+                                                invariant_attention, invariant_logits, model_terms,
+                                                patterns, sets_of, softmax, strided,
+                                                structure_matrices, symbol_matrix)
 
 __all__ = ["prove_L5", "prove_L7", "prove_L8", "prove_L9"]
 

@@ -34,9 +34,10 @@ from patchassoc.theory.structure import blocks
 
 from patchassoc.theory.lemmas import algebra as alg
 from patchassoc.theory.lemmas._core import Proof, lemma
-from patchassoc.theory.lemmas._symbolic import (act, act_prime, backprop_softmax, exp_to_symbols, generic_function,
-                        grad_A_integrand, group_elements, invariant_logits, model_terms,
-                        patch_sub, sets_of, softmax, structure_matrices, symbol_matrix)
+from patchassoc.theory.lemmas._symbolic import (act, act_prime, backprop_softmax, exp_to_symbols,
+                                                generic_function, grad_A_integrand, group_elements,
+                                                invariant_logits, model_terms, patch_sub, sets_of,
+                                                softmax, structure_matrices, symbol_matrix)
 
 __all__ = ["prove_L6", "prove_L10", "prove_L13"]
 

@@ -20,7 +20,8 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from patchassoc.theory.lemmas._core import Proof, lemma
-from patchassoc.theory.lemmas._symbolic import backprop_softmax, exp_to_symbols, generic_function, softmax, symbol_matrix
+from patchassoc.theory.lemmas._symbolic import (backprop_softmax, exp_to_symbols, generic_function,
+                                                softmax, symbol_matrix)
 from patchassoc.theory.lemmas.algebra import canon, in_range
 
 __all__ = ["prove_L1", "prove_L2"]

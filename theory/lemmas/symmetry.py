@@ -30,11 +30,12 @@ from sympy.polys.matrices import DomainMatrix
 from patchassoc.theory.structure import blocks
 
 from patchassoc.theory.lemmas._core import Proof, lemma
-from patchassoc.theory.lemmas._symbolic import (act, backprop_softmax, conjugation_sub, ell, ell_prime, act_prime,
-                        exp_to_symbols, generators, grad_A_integrand, group_elements,
-                        invariant_logits, model_terms, patch_sub, patterns, permute_matrix,
-                        risk_integrand, sets_of, softmax, strided, structure_matrices,
-                        symbol_matrix)
+from patchassoc.theory.lemmas._symbolic import (act, backprop_softmax, conjugation_sub, ell,
+                                                ell_prime, act_prime, exp_to_symbols, generators,
+                                                grad_A_integrand, group_elements, invariant_logits,
+                                                model_terms, patch_sub, patterns, permute_matrix,
+                                                risk_integrand, sets_of, softmax, strided,
+                                                structure_matrices, symbol_matrix)
 
 __all__ = ["prove_L3", "prove_L4", "commutant_dimension", "orbital_count"]
 

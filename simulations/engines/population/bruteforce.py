@@ -11,7 +11,7 @@ activation act(t) = t^p + nu t and its derivative, the logistic loss and its der
 tie rule and the softmax backpropagation (grad_Q = A o (grad_A - rowsum(A o grad_A))) are
 written here, plainly in NumPy, vectorized over the patterns; nothing is imported from
 :mod:`.exact`, :mod:`..kernels` or :mod:`.._scalar`. A bug in an engine primitive therefore
-shows up as a disagreement (tests/simulations/test_population_oracle.py breaks one on purpose).
+shows up as a disagreement (tests/engines/population/test_bruteforce.py breaks one on purpose).
 
 Sums. The per-pattern terms of the risk, the error, the probability and d risk / d alpha are
 summed pairwise (NumPy) within chunks of patterns and the chunk sums with :func:`math.fsum`;

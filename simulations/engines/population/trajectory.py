@@ -7,13 +7,14 @@ engine (:mod:`patchassoc.simulations.engines.sampled_descent`):
     alpha <- alpha - eta_v dR/dalpha      (the step on v along w*),
     a <- a - eta_Q (dR/da)/D,  b <- b - eta_Q (dR/db)/(D(C-1)),  c <- c - eta_Q (dR/dc)/(D(D-C))
 
-(per-entry gradients of Q). With ``diagonal='fixed'`` (the paper's Simplification 3.1) a stays
-at its initial value and only (b, c) move, with the same per-entry steps; the row sum
-a + (C-1) b + (D-C) c is then not conserved (each step adds eta_Q (dR/da)/D, as in the sampled
-engine). With the Gram parameterization the coordinates are (x, y, w) of
-the invariant symmetric P, Q = P P^T (see :mod:`patchassoc.theory.invariant`), moved per entry with the
-same scales. The start matches a sampled run of the same seed: alpha0 = <v0, w*> with v0 and w*
-drawn exactly as :func:`patchassoc.simulations.engines.sampled_descent.train` draws them, Q0 = kappa I (P0 = sqrt(kappa) I).
+(per-entry gradients of Q). With ``diagonal='fixed'`` (the paper's Simplification 3.1) a stays at
+its initial value and only (b, c) move, with the same per-entry steps; the row sum a + (C-1) b +
+(D-C) c is then not conserved (each step adds eta_Q (dR/da)/D, as in the sampled engine). With the
+Gram parameterization the coordinates are (x, y, w) of the invariant symmetric P, Q = P P^T (see
+:mod:`patchassoc.theory.invariant`), moved per entry with the same scales. The start matches a
+sampled run of the same seed: alpha0 = <v0, w*> with v0 and w* drawn exactly as
+:func:`patchassoc.simulations.engines.sampled_descent.train` draws them, Q0 = kappa I (P0 =
+sqrt(kappa) I).
 
 Recorded at log-spaced steps: population loss and error, alpha, the logits and attention
 values, the paper's association metrics (SPEC section 3, in closed form for invariant logits:
@@ -50,7 +51,8 @@ import numpy as np
 
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.config import Config
-from patchassoc.theory.invariant import attention_values, entry_counts, gram_to_logits, invariant_attention
+from patchassoc.theory.invariant import (attention_values, entry_counts, gram_to_logits,
+                                         invariant_attention)
 from patchassoc.theory.invariant import row_sum
 from patchassoc.theory.structure import Structure, build_structure
 
@@ -58,7 +60,8 @@ from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.engines.sampler import streams, unit_vector
 from patchassoc.simulations.engines.start import initial_parameters, record_steps
-from patchassoc.simulations.engines.population.exact import MAX_CONFIGURATIONS, Evaluator, check_problem
+from patchassoc.simulations.engines.population.exact import (
+    MAX_CONFIGURATIONS, Evaluator, check_problem)
 from patchassoc.theory.bayes import bayes_error
 
 __all__ = ["PopulationTrajectory", "PopulationResult", "population_descent", "run_population",

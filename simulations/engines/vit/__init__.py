@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import importlib
 
-from patchassoc.simulations.engines.vit.data import (DATASETS, ImageData, block_permutation, load_dataset, patch_permutation,
-                   shuffle_blocks, token_permutation, unshuffle_blocks)
+from patchassoc.simulations.engines.vit.data import (DATASETS, ImageData, block_permutation,
+                                                     load_dataset, patch_permutation,
+                                                     shuffle_blocks, token_permutation,
+                                                     unshuffle_blocks)
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult, ViTResult
 from patchassoc.simulations.engines.vit.stats import locality_z, mean_ci, paired_gap_ci
 

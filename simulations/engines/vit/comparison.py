@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from patchassoc.simulations.runtime.results import load_folder, save_folder
-from patchassoc.simulations.engines.vit.stats import (attention_distance, cosine_gram, locality_z, mean_ci, paired_gap_ci,
-                    uniform_distance)
+from patchassoc.simulations.engines.vit.stats import (attention_distance, cosine_gram, locality_z,
+                                                      mean_ci, paired_gap_ci, uniform_distance)
 
 __all__ = ["ViTResult", "ShuffleResult", "REFERENCE", "TREATMENT", "CONTROLS"]
 

@@ -1,12 +1,11 @@
 """Training and evaluation of the standard and positional-attention ViTs over seeds.
 
-One run trains a model of :mod:`patchassoc.simulations.engines.vit.models` (a ViT of any attention kind,
-or the small CNN) on the training images with AdamW
-(linear warm-up then cosine decay of the learning rate, per step), cross-entropy with optional
-label smoothing, mini-batches in a seeded random order, and optional light augmentation (random
-crop after zero padding, horizontal flip); then it measures the test accuracy and records the
-attention: the input-independent maps of a positional model, or the average over the test images
-of a standard model's maps.
+One run trains a model of :mod:`patchassoc.simulations.engines.vit.models` (a ViT of any attention
+kind, or the small CNN) on the training images with AdamW (linear warm-up then cosine decay of the
+learning rate, per step), cross-entropy with optional label smoothing, mini-batches in a seeded
+random order, and optional light augmentation (random crop after zero padding, horizontal flip);
+then it measures the test accuracy and records the attention: the input-independent maps of a
+positional model, or the average over the test images of a standard model's maps.
 
 :func:`run_tasks` trains a list of :class:`Task` (model, seed, shuffle block size, recipe), in
 parallel processes if asked; :func:`compare` runs every model kind on the same seeds, and
@@ -41,11 +40,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from patchassoc.simulations.engines.vit.comparison import ShuffleResult, ViTResult
+from patchassoc.simulations.engines.vit.data import (ImageData, block_permutation, check_block,
+                                                     patch_grid, token_permutation)
+from patchassoc.simulations.engines.vit.models import (ATTENTIONS, CNNConfig, ViTConfig, build_cnn,
+                                                       build_model, count_parameters)
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.executor import map_tasks
-from patchassoc.simulations.engines.vit.data import ImageData, block_permutation, check_block, patch_grid, token_permutation
-from patchassoc.simulations.engines.vit.models import ATTENTIONS, CNNConfig, ViTConfig, build_cnn, build_model, count_parameters
-from patchassoc.simulations.engines.vit.comparison import ShuffleResult, ViTResult
+from patchassoc.simulations.runtime.progress import progress_bar
 
 __all__ = ["Recipe", "RECIPES", "recipe_for", "prepare", "patchify", "augment", "train_one",
            "RunOutcome", "Task", "run_tasks", "compare", "study", "resolve_device",
@@ -233,7 +235,7 @@ class _FusedAdamW:
     """AdamW (decoupled weight decay; betas 0.9, 0.999, eps 1e-8) on PyTorch's fused kernel,
     called directly: the same state, kernel and arguments as ``torch.optim.AdamW(fused=True)``
     with the learning rate set per step, so the same numbers bit for bit, without the
-    optimizer's per-step Python bookkeeping (measured as a sixth of a digits step). Every
+    optimizer's per-step Python bookkeeping (a sizeable part of a small digits step). Every
     parameter of a group shares one step count while every parameter receives a gradient (as
     in torch, a parameter without one is skipped and its count not advanced)."""
 
@@ -506,7 +508,6 @@ def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device
     With ``jobs > 1`` a script that calls this must do so under ``if __name__ == "__main__":``
     (the console script and ``python -m`` do).
     """
-    from patchassoc.simulations.runtime.progress import progress_bar
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise UsageError(f"jobs must be a positive integer, got {jobs!r}")

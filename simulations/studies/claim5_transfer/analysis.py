@@ -10,7 +10,8 @@ downstream seed k within it, grid size N_n. Every method shares the seeds (a pai
     flagged ``at_grid_start``);
   * N_k - N_{k-1} = 1 (the integer part of the grid): N_eps = N_k, exactly the SPEC definition;
   * otherwise (the geometric part) log-linear interpolation between the bracketing points,
-        log N_eps = log N_{k-1} + (mean_{k-1} - eps) / (mean_{k-1} - mean_k) (log N_k - log N_{k-1}),
+        log N_eps = log N_{k-1} + (mean_{k-1} - eps) / (mean_{k-1} - mean_k) (log N_k - log
+        N_{k-1}),
     reported with its bracket (N_{k-1}, N_k];
   * no grid point reaches eps: censored, N_eps > N_max (``None`` in JSON, flagged). Nothing is
     ever extrapolated beyond the grid.

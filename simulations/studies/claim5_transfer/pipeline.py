@@ -1,23 +1,24 @@
 """The pre-registered transfer study (SPEC section 6, claim 5), from calibration to the claim.
 
-Protocol (every number from :mod:`patchassoc.simulations.studies.claim5_transfer.protocol`, which mirrors SPEC
-section 6 item 5 and is checked against it by a test):
+Protocol (every number from :mod:`patchassoc.simulations.studies.claim5_transfer.protocol`, which
+mirrors SPEC section 6 item 5 and is checked against it by a test):
 
-1. Downstream noise. sigma~ is computed by the declared rule before anything else: the error
-   floor of the frozen block-uniform attention A = B / C with v = a w~* (best a) equals
-   eps_min / 2 (:func:`~patchassoc.simulations.studies.claim5_transfer.protocol.calibrate_sigma`; cached in
+1. Downstream noise. sigma~ is computed by the declared rule before anything else: the error floor
+   of the frozen block-uniform attention A = B / C with v = a w~* (best a) equals eps_min / 2
+   (:func:`~patchassoc.simulations.studies.claim5_transfer.protocol.calibrate_sigma`; cached in
    ``<out>/calibration.json``). The downstream task keeps the upstream (L, C, d), q and noise law.
 2. Upstream. For each upstream seed s + u (u = 0..U-1, s the run's seed) the upstream model is
-   trained with :func:`patchassoc.simulations.engines.sampled_descent.train` on the run's config with the diagonal
-   fixed (claim 2's run); saved under ``<out>/pretrained/u<u>`` and reused by later runs. In a
-   reproduction they come from the ``seeds`` step, which trains the same runs (claim 2's seeds
-   s..s+9 hold the upstream seeds s..s+4).
+   trained with :func:`patchassoc.simulations.engines.sampled_descent.train` on the run's config
+   with the diagonal fixed (claim 2's run); saved under ``<out>/pretrained/u<u>`` and reused by
+   later runs. In a reproduction they come from the ``seeds`` step, which trains the same runs
+   (claim 2's seeds s..s+9 hold the upstream seeds s..s+4).
 3. Sweep. For each upstream run, each method (pretrained attention frozen; identity, uniform,
-   initial Q0 and wrong-partition attention frozen; v and Q trained jointly from scratch), each N
-   of the grid and each of the K downstream seeds, v is trained from a fresh small start and its
-   test error measured on fresh images (:func:`~patchassoc.simulations.studies.claim5_transfer.tasks.run_cell`).
-   Cells run on ``--jobs`` local processes or on ``--dask ADDRESS``, are stored as they finish,
-   and an interrupted study resumes without recomputing them.
+   initial Q0 and wrong-partition attention frozen; v and Q trained jointly from scratch), each N of
+   the grid and each of the K downstream seeds, v is trained from a fresh small start and its test
+   error measured on fresh images
+   (:func:`~patchassoc.simulations.studies.claim5_transfer.tasks.run_cell`). Cells run on ``--jobs``
+   local processes or on ``--dask ADDRESS``, are stored as they finish, and an interrupted study
+   resumes without recomputing them.
 4. Statistics over the eps grid: N_eps of every method (no extrapolation, censored values
    flagged), the ratio N_eps(best baseline) / N_eps(pretrained) and its hierarchical bootstrap CI
    (:mod:`patchassoc.simulations.studies.claim5_transfer.analysis`); claim 5 by the declared rule

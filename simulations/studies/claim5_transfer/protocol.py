@@ -1,7 +1,7 @@
 """The pre-registered transfer study (SPEC section 6, claim 5), in one place.
 
 Every number of the declared setting lives here, and nowhere else: the command, the analysis and
-the claim read them from this module, and ``tests/simulations/test_transfer.py`` checks each
+the claim read them from this module, and ``tests/studies/test_claim5_transfer.py`` checks each
 against the text of SPEC section 6, item 5 (so the code cannot drift from what was declared).
 
 The downstream noise rule. The downstream task keeps the upstream (L, C, d), q and noise law and
@@ -79,7 +79,7 @@ CI_LOW_MIN = 2.0
 
 #: ``--quick``: a preview on fewer seeds and a shorter N grid (not a verdict). One upstream run
 #: (the reproduction's ``train`` run when it is the same run): each further one costs a full
-#: pretraining (about 30 CPU-seconds at ref), which the 2-minute quick budget cannot afford.
+#: pretraining, which the 2-minute quick budget cannot afford.
 QUICK = dict(upstream_seeds=1, downstream_seeds=2, Ns=tuple(range(1, 9)) + (16, 32),
              n_boot=500, calibration_images=100_000, upstream_steps=300,
              upstream_n_train=2000)

@@ -1,18 +1,18 @@
 """Sweeps of the transfer study: cells, per-cell storage, backends and resumption.
 
 A sweep is a grid of cells (upstream, method, N, seed). ``upstream`` indexes the pretrained runs
-(one :class:`~patchassoc.simulations.studies.claim5_transfer.tasks.TransferTask` each); ``seed`` is the downstream
-seed within that upstream run. Each cell is an independent task
-(:func:`patchassoc.simulations.studies.claim5_transfer.tasks.run_cell`) whose numbers depend only on its task and
-on (method, N, seed): its data come from generators derived from (master seed, seed, N), not from
-the process that runs it or the order.
+(one :class:`~patchassoc.simulations.studies.claim5_transfer.tasks.TransferTask` each); ``seed`` is
+the downstream seed within that upstream run. Each cell is an independent task
+(:func:`patchassoc.simulations.studies.claim5_transfer.tasks.run_cell`) whose numbers depend only on
+its task and on (method, N, seed): its data come from generators derived from (master seed, seed,
+N), not from the process that runs it or the order.
 
 Storage: a finished cell is written, by the coordinating process, to
-``<folder>/u<upstream>-<method>-N<N>-s<seed>.json`` with an atomic write (temporary file + rename, via
-:mod:`patchassoc.simulations.runtime.results`), together with the task's fingerprint. Resuming a sweep loads every
-cell whose file exists and carries the current fingerprint and computes only the others, so an
-interrupted sweep (Ctrl-C, a killed job, a failing hook) never recomputes a finished cell and
-never reuses a cell of a different sweep.
+``<folder>/u<upstream>-<method>-N<N>-s<seed>.json`` with an atomic write (temporary file + rename,
+via :mod:`patchassoc.simulations.runtime.results`), together with the task's fingerprint. Resuming a
+sweep loads every cell whose file exists and carries the current fingerprint and computes only the
+others, so an interrupted sweep (Ctrl-C, a killed job, a failing hook) never recomputes a finished
+cell and never reuses a cell of a different sweep.
 
 Backends (:func:`patchassoc.simulations.runtime.executor.map_tasks`): ``jobs == 1`` computes in
 the calling process; ``jobs > 1`` uses a local pool of ``jobs`` spawned processes, each pinned to
@@ -37,10 +37,10 @@ from patchassoc.simulations.runtime.executor import (Shared, default_jobs, map_t
                                                      single_numba_thread)
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import read_json, write_json
-from patchassoc.simulations.studies.claim5_transfer.tasks import METHODS, CellResult, TransferTask, run_cell
+from patchassoc.simulations.studies.claim5_transfer.tasks import (
+    METHODS, CellResult, TransferTask, run_cell)
 
-__all__ = ["Cell", "plan", "cell_path", "load_cell", "run_sweep", "SweepOutcome",
-           "default_jobs"]
+__all__ = ["Cell", "plan", "cell_path", "load_cell", "run_sweep", "SweepOutcome"]
 
 
 @dataclass(frozen=True, order=True)

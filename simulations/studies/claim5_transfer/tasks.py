@@ -5,10 +5,11 @@ shares the structure S but has a new feature w~* orthogonal to w*:
 
     D~ = D(w~*, S, q~, sigma~),   <w~*, w*> = 0,   |w~*| = 1,
 
-with its own feature-noise probability q~ and patch-noise level sigma~. Every method trains
-v from a fresh small start v0 ~ N(0, omega^2 I_d) on the same N downstream samples, by full-batch
-gradient descent (:func:`patchassoc.simulations.engines.sampled_descent.gradient_descent`, the one engine) for a fixed budget
-of steps or until the training loss is <= tol. The methods differ only in the attention:
+with its own feature-noise probability q~ and patch-noise level sigma~. Every method trains v from a
+fresh small start v0 ~ N(0, omega^2 I_d) on the same N downstream samples, by full-batch gradient
+descent (:func:`patchassoc.simulations.engines.sampled_descent.gradient_descent`, the one engine)
+for a fixed budget of steps or until the training loss is <= tol. The methods differ only in the
+attention:
 
 ``pretrained``  the logits Q learned upstream, frozen;
 ``identity``    A = I (logits 0 on the diagonal, -1000 elsewhere: the off-diagonal weights are
@@ -58,6 +59,7 @@ from patchassoc.theory.config import Config
 from patchassoc.theory.model import act, zero_one
 from patchassoc.theory.structure import Structure, within_set_mass
 
+from patchassoc.simulations.runtime.cells import fingerprint
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.engines._jit import jit
 from patchassoc.simulations.engines.sampled_kernels import _powers
@@ -215,10 +217,8 @@ class TransferTask:
     def fingerprint(self) -> str:
         """A digest of the upstream run, the setting and the master seed: cells stored with a
         different fingerprint belong to another sweep and are recomputed, never reused."""
-        text = json.dumps({"protocol": PROTOCOL_VERSION, "upstream": self.upstream.fingerprint(),
-                           "setting": self.setting.to_dict(), "master_seed": self.master_seed},
-                          sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return fingerprint({"protocol": PROTOCOL_VERSION, "upstream": self.upstream.fingerprint(),
+                            "setting": self.setting.to_dict(), "master_seed": self.master_seed})
 
 
 @dataclass(frozen=True)
@@ -354,7 +354,8 @@ def _count_errors(y, z, p, nu, units):
     """Zero-one errors of the margins m = y sum_i act(z_i) of every row of z, or -1 if some
     row's margin is too close to 0 for the fast arithmetic to decide its sign (the caller then
     counts with the reference expression). act(t) = t^p + nu t by repeated squaring
-    (:func:`patchassoc.simulations.engines.sampled_kernels._powers`): |f_fast - f_ref| <= units 2^-53 S +
+    (:func:`patchassoc.simulations.engines.sampled_kernels._powers`): |f_fast - f_ref| <= units
+    2^-53 S +
     floor, so outside that band both signs agree and neither margin is 0."""
     n, D = z.shape
     count = 0

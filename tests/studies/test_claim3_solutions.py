@@ -10,7 +10,8 @@ from patchassoc.cli.main import main
 from patchassoc.simulations.engines.population.exact import TIE_RTOL, evaluate
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.simulations.engines.population.bruteforce import bruteforce_risk
-from patchassoc.simulations.studies.claim3_solutions import (SolutionsResult, measure, monte_carlo, solutions_table)
+from patchassoc.simulations.studies.claim3_solutions import (
+    SolutionsResult, measure, monte_carlo, solutions_table)
 from patchassoc.theory import solutions as th
 from patchassoc.theory.config import preset
 from patchassoc.theory.structure import random_partition

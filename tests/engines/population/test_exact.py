@@ -7,9 +7,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from patchassoc.simulations.engines.population import bruteforce_risk, count_configurations, evaluate
-from patchassoc.simulations.engines.population.exact import (TIE_RTOL, bayes_error, evaluate_gram, plan,
-                                          tail_moments)
+from patchassoc.simulations.engines.population import (bruteforce_risk, count_configurations,
+                                                       evaluate)
+from patchassoc.simulations.engines.population.exact import (
+    TIE_RTOL, bayes_error, evaluate_gram, plan, tail_moments)
 from patchassoc.theory.invariant import (gram_to_logits, invariant_logits,
                               project_invariant)
 from patchassoc.theory.structure import blocks, random_partition

@@ -9,7 +9,7 @@ import pytest
 from patchassoc.simulations.studies import claim7_scaling as sc
 from patchassoc.cli.main import main
 from patchassoc.simulations.studies import claim7_scaling as cmd
-from tests.simulations.test_scaling_tolerances import BAYES_REL, FIT_SLOPE_EXACT_ABS
+from tests.studies.claim7_tolerances import BAYES_REL, FIT_SLOPE_EXACT_ABS
 
 
 # -- the family ------------------------------------------------------------------------------------

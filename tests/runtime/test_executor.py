@@ -131,9 +131,7 @@ def test_bad_jobs_and_no_tasks():
     map_tasks(draw, [], lambda i, r: pytest.fail("no task, no result"), jobs=2)
 
 
-def test_default_jobs_reads_the_environment_and_is_re_exported(monkeypatch):
-    from patchassoc.simulations.studies.claim5_transfer import sweep
-    assert sweep.default_jobs is executor.default_jobs
+def test_default_jobs_reads_the_environment(monkeypatch):
     monkeypatch.setenv("PATCHASSOC_JOBS", "3")
     assert executor.default_jobs() == 3
     monkeypatch.setenv("PATCHASSOC_JOBS", "0")

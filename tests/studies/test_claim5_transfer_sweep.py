@@ -13,10 +13,11 @@ from patchassoc.cli.main import main
 from patchassoc.simulations.runtime.results import read_json
 from patchassoc.simulations.studies.claim5_transfer import analysis
 from patchassoc.simulations.studies.claim5_transfer import protocol as P
-from patchassoc.simulations.studies.claim5_transfer.sweep import Cell, cell_path, load_cell, plan, run_sweep
+from patchassoc.simulations.studies.claim5_transfer.sweep import (
+    Cell, cell_path, load_cell, plan, run_sweep)
 from patchassoc.simulations.studies.claim5_transfer.tasks import METHODS, TransferTask, run_cell
 
-from .test_transfer import tiny_setting, tiny_upstream
+from .test_claim5_transfer import tiny_setting, tiny_upstream
 
 NS = (8, 32)
 SEEDS = (0, 1, 2)

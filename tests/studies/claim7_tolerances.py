@@ -1,4 +1,4 @@
-"""Tolerances of the scaling tests (tests/simulations/test_scaling.py), each with its reason.
+"""Tolerances of the scaling tests (tests/studies/test_claim7_scaling.py), each with its reason.
 
 This module holds no test; it sits next to the tests that use it (common brief: tolerances live
 in tests/tolerances.py or a tolerances module next to the tests).

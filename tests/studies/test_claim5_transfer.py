@@ -16,10 +16,9 @@ from patchassoc.simulations.runtime.results import to_jsonable
 from patchassoc.simulations.engines.sampler import unit_vector
 from patchassoc.simulations.studies.claim5_transfer import analysis
 from patchassoc.simulations.studies.claim5_transfer import protocol as P
-from patchassoc.simulations.studies.claim5_transfer.tasks import (IDENTITY_LOGIT, METHODS, TransferSetting, TransferTask,
-                                        Upstream, cell_streams, downstream_feature,
-                                        measure_test_error, method_logits, relabel, run_cell,
-                                        wrong_partition)
+from patchassoc.simulations.studies.claim5_transfer.tasks import (
+    IDENTITY_LOGIT, METHODS, TransferSetting, TransferTask, Upstream, cell_streams,
+    downstream_feature, measure_test_error, method_logits, relabel, run_cell, wrong_partition)
 from patchassoc.theory.config import preset
 from patchassoc.theory.structure import random_partition, within_set_mass
 

@@ -1,4 +1,4 @@
-"""Fake reproduction steps for tests/simulations/test_reproduce.py, importable by the spawned
+"""Fake reproduction steps for tests/cli/test_main_reproduce.py, importable by the spawned
 step processes (a module of the tests package, not a monkeypatched one)."""
 import os
 import time
