@@ -89,8 +89,6 @@ def _gap_line(label: str, gap: dict) -> str:
     return f"  {label:33s}: {100 * gap['mean']:+.2f} points"
 
 
-
-
 def _shuffle_lines(sh: dict) -> list[str]:
     from patchassoc.simulations.studies.claim6_vit import _MODEL_LABELS
     blocks = sh["blocks"]

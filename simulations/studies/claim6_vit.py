@@ -414,8 +414,6 @@ def _pct(ci: dict) -> str:
             f"{100 * ci['ci_high']:.2f}]")
 
 
-
-
 def verdict(root: Path) -> dict:
     """Claim 6 from a reproduction folder: :func:`claim6` on the ``vit`` step's summary."""
     return from_step(root, "6", "vit", claim6, CLAIM,

@@ -49,8 +49,6 @@ def first_step(steps, mask) -> int | None:
     return int(np.asarray(steps)[np.argmax(mask)]) if mask.any() else None
 
 
-
-
 #: Grid side and set (window) side of the paper's Figure 3.
 GRID, WINDOW = 6, 2
 
@@ -75,7 +73,6 @@ def draw_point(seed: int = 0, q: float | None = None, d: int = 64) -> dict:
     return {"s": data.s[0].astype(int).tolist(), "y": int(data.y[0]),
             "lstar": int(data.lstar[0]), "sets": S.sets.tolist(), "q": float(q),
             "seed": int(seed)}
-
 
 
 #: A plateau: the test error stays within this factor of its value at the step where
