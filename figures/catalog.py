@@ -11,13 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from patchassoc.figures import (attention_maps, convergence, gaussian_cnn, grid_map, locality,
+                                paper_fig3, paper_fig4, population_dynamics, scaling_dynamics,
+                                scaling_error, scaling_sampled, solutions_lambda, training_curves,
+                                transfer, vit_attention, vit_shuffle)
 from patchassoc.simulations.runtime.results import read_json, write_json
 
 __all__ = ["DRAWERS", "draw"]
 
 
 def _train(out, folder: Path) -> list:
-    from patchassoc.figures import attention_maps, training_curves
     result = out.products["result"]
     t, cfg = result.trajectory, result.config
     paths = attention_maps.save(t.A, t.steps, result.structure, folder,
@@ -28,7 +31,6 @@ def _train(out, folder: Path) -> list:
 
 
 def _locality(out, folder: Path) -> list:
-    from patchassoc.figures import attention_maps, locality
     result = out.products["result"]
     t = result.trajectory
     paths = locality.save(t.A, t.steps, result.structure, folder, mass=t.mass_mean,
@@ -38,47 +40,39 @@ def _locality(out, folder: Path) -> list:
 
 
 def _population(out, folder: Path) -> list:
-    from patchassoc.figures import population_dynamics
     return population_dynamics.save(out.products["result"], folder)
 
 
 def _convergence(out, folder: Path) -> list:
-    from patchassoc.figures import convergence
     return convergence.save(out.products["result"], folder)
 
 
 def _paper_figures(out, folder: Path) -> list:
-    from patchassoc.figures import paper_fig3, paper_fig4
     paths = list(paper_fig4.save(out.products["result"], folder))
     paths += _train(out, folder)
     return paths + paper_fig3.save(out.products["point"], folder)
 
 
 def _grid(out, folder: Path) -> list:
-    from patchassoc.figures import grid_map
     records = out.products.get("points")
     return grid_map.save(records, folder, out.summary) if records else []
 
 
 def _seeds(out, folder: Path) -> list:
-    from patchassoc.figures import gaussian_cnn
     control = out.products.get("control")
     return gaussian_cnn.main(control, folder) if control is not None else []
 
 
 def _solutions(out, folder: Path) -> list:
-    from patchassoc.figures import solutions_lambda
     return [p for key, res in out.products["tables"].items()
             for p in solutions_lambda.save(res, folder, f"solutions_lambda_{key}")]
 
 
 def _transfer(out, folder: Path) -> list:
-    from patchassoc.figures import transfer
     return transfer.save(out.summary, folder)
 
 
 def _vit(out, folder: Path) -> list:
-    from patchassoc.figures import vit_attention, vit_shuffle
     paths = list(vit_attention.save(out.products["result"], folder))
     if out.products.get("shuffle") is not None:
         paths += vit_shuffle.save(out.products["shuffle"], folder)
@@ -86,7 +80,6 @@ def _vit(out, folder: Path) -> list:
 
 
 def _scaling(out, folder: Path) -> list:
-    from patchassoc.figures import scaling_dynamics, scaling_error, scaling_sampled
     fig_dir = folder / "scaling"
     paths = scaling_error.save(out.summary, fig_dir) + scaling_dynamics.save(out.summary, fig_dir)
     if out.summary.get("c"):

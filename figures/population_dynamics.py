@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from patchassoc.figures import attention_maps
 from patchassoc.figures.style import COLORS, new_figure, plot_association, save_figure, step_axis
 

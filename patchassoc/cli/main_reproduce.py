@@ -31,13 +31,13 @@ NAME = "reproduce"
 HELP = "run the whole reproduction (training, population dynamics, ...) into one folder"
 
 
-def _run_study(name: str, run, draws: bool, folder: Path, config, seed: int, quick: bool,
+def _run_study(name: str, run, folder: Path, config, seed: int, quick: bool,
                progress: bool) -> dict:
-    """One step: the study's ``run`` into ``folder``, then its figures (when it ``draws``); the
-    step's summary. Module-level, so that the step processes receive it by reference."""
-    from patchassoc.figures.catalog import draw
+    """One step: the study's ``run`` into ``folder``, then its figures; the step's summary.
+    Module-level, so that the step processes receive it by reference."""
+    from patchassoc.figures.catalog import DRAWERS, draw
     outcome = run(folder, config, seed, quick, progress)
-    if draws:
+    if name in DRAWERS:
         outcome.summary["figures"] = draw(name, outcome, folder)
     return outcome.summary
 
@@ -67,7 +67,7 @@ def _steps(selected) -> list[Step]:
     for s in selected:
         after = [n for n in names if n != s.name] if s.inputs == ("*",) else \
             [n for n in s.inputs if n in names]
-        step = functools.partial(_run_study, s.name, s.run, bool(s.figures))
+        step = functools.partial(_run_study, s.name, s.run)
         steps.append(Step(s.name, step, s.what, tuple(after),
                           s.cost, s.kernels))
     return steps

@@ -40,7 +40,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.config import Config, preset

@@ -246,3 +246,12 @@ def test_check_reproduce_step_reads_siblings(tmp_path):
     assert json.loads((root / "check" / "check.json").read_text())["claims"][0]["passed"]
     q = reproduce_step(root / "check", preset("ref"), 0, True, False).summary  # quick
     assert q["preview"] == ["1", "2", "3", "4"]
+
+
+def test_every_study_that_declares_figures_has_a_drawer_and_back():
+    """The Study records' figure stems and the figure catalog name the same studies."""
+    from patchassoc.figures.catalog import DRAWERS
+    declared = {s.name for s in registry.STUDIES if s.figures}
+    assert declared == set(DRAWERS)
+    names = [s.name for s in registry.STUDIES]
+    assert len(names) == len(set(names)) and names[-1] == "check"

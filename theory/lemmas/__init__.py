@@ -42,7 +42,6 @@ SPEC section 4; issues 4 and 12.
 """
 from __future__ import annotations
 
-
 from patchassoc.theory.lemmas._core import REGISTRY, LemmaRecord, Proof, is_zero
 from patchassoc.theory.lemmas.closed_forms import prove_L5, prove_L7, prove_L8, prove_L9
 from patchassoc.theory.lemmas.constructions import prove_L11, prove_L12
