@@ -17,7 +17,7 @@ from pathlib import Path
 from patchassoc.theory.lemmas import prove_all
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.study import Outcome, Study
-from patchassoc.simulations.studies.verdicts import guard, not_run, record, step_summary
+from patchassoc.simulations.studies.verdicts import not_run, record, step_summary
 
 __all__ = ["CLAIM", "prove", "claim4", "reproduce", "verdict", "STUDY"]
 
@@ -109,7 +109,7 @@ def verdict(root: Path) -> dict:
                       claim=CLAIM)
     if lem is None:
         return not_run("4", f"no lemmas result in {root / 'lemmas'}", claim=CLAIM)
-    return guard("4", claim4, lem, source=str(root / "lemmas"))
+    return claim4(lem, source=str(root / "lemmas"))
 
 
 STUDY = Study(name="lemmas", claim="4", verdict=verdict,

@@ -20,11 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from patchassoc.theory.association import control_records
-from patchassoc.theory.structure import Structure
+from patchassoc.theory.config import preset
+from patchassoc.theory.structure import Structure, build_structure
+from patchassoc.simulations.engines.sampler import streams
 from patchassoc.simulations.runtime.results import read_json
 
 __all__ = ["STATUSES", "record", "not_run", "as_preview", "controls_ok", "controls_text",
-           "matrix_controls", "wrap", "guard", "from_step", "step_summary", "reference_structure",
+           "matrix_controls", "wrap", "from_step", "step_summary", "reference_structure",
            "is_quick", "summarize", "fmt", "pct", "association_sentence"]
 
 STATUSES = ("pass", "fail", "not run", "preview")
@@ -76,10 +78,6 @@ def matrix_controls(structure: Structure | None, eps: float) -> list[dict]:
     """The matrix controls on ``structure`` (default: the ref configuration's sets of seed 0;
     the controls fail for any partition, so which one does not change their verdict)."""
     if structure is None:
-        from patchassoc.theory.config import preset
-        from patchassoc.theory.structure import build_structure
-
-        from patchassoc.simulations.engines.sampler import streams
         structure = build_structure(preset("ref"), streams(0)["structure"])
     return [c for c in control_records(structure, eps=eps) if c["expected"] == "fail"]
 
@@ -130,15 +128,6 @@ def step_summary(folder: Path) -> dict | None:
         return None
     data = read_json(path)
     return data.get("summary", data) if isinstance(data, dict) else None
-
-
-def guard(cid: str, fn, *args, **kwargs) -> dict:
-    """Run a claim; a broken result folder makes the claim fail with the reason, not crash."""
-    try:
-        return fn(*args, **kwargs)
-    except (KeyError, ValueError, TypeError, FileNotFoundError, OSError) as exc:
-        return record(cid, "error", "", False, kwargs.get("source", "-"),
-                      detail=f"{type(exc).__name__}: {exc}", status="fail")
 
 
 def reference_structure(root: Path) -> Structure | None:
