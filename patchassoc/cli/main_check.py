@@ -59,7 +59,9 @@ def _wrap(text: str, width: int) -> list[str]:
 
 
 def render(summary: dict) -> str:
-    """An aligned table: claim | measured | threshold | pass (cells wrapped), then details."""
+    """An aligned table: claim | measured | threshold | pass (cells wrapped), a failing claim's
+    cause under it, then details."""
+    from patchassoc.simulations.studies.verdicts import cause_line
     widths = (46, 52, 40, 7)
     head = ("claim", "measured", "threshold", "pass")
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
@@ -72,6 +74,8 @@ def render(summary: dict) -> str:
         for k in range(max(len(x) for x in cells)):
             lines.append("  ".join((col[k] if k < len(col) else "").ljust(w)
                                    for col, w in zip(cells, widths)).rstrip())
+        if c.get("cause"):
+            lines.extend("    " + x for x in textwrap.wrap(cause_line(c), sum(widths) - 4))
         for ctl in (c.get("values") or {}).get("controls") or []:
             lines.append(f"    control {ctl['name']}: Def. 2.2 {ctl.get('topc_rows')}/"
                          f"{ctl.get('D')} rows, share min {ctl.get('share_min', float('nan')):.3f}"

@@ -43,12 +43,14 @@ def _readings(name: str, summary: dict) -> dict[str, str]:
 
 
 def _claims_table(claims: list[dict]) -> list[str]:
-    from patchassoc.simulations.studies.verdicts import fmt as _f
+    from patchassoc.simulations.studies.verdicts import cause_line, fmt as _f
     lines = ["| claim | measured | threshold | pass |", "|---|---|---|---|"]
     for c in claims:
         mark = {"pass": "PASS", "preview": "preview (reduced run: no verdict)",
                 "not run": "not run"}.get(c.get("status"), "**FAIL**")
         reason = f" ({c['reason']})" if c.get("reason") and not c.get("passed") else ""
+        if c.get("cause"):
+            reason += f"; **{cause_line(c)}**"
         lines.append(f"| {c.get('claim', '?')} | {c.get('measured', '')}{reason} | "
                      f"{c.get('threshold', '')} | {mark} |")
         for ctl in (c.get("values") or {}).get("controls") or []:

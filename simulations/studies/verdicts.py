@@ -27,9 +27,16 @@ from patchassoc.simulations.runtime.results import read_json
 
 __all__ = ["STATUSES", "record", "not_run", "as_preview", "controls_ok", "controls_text",
            "matrix_controls", "wrap", "from_step", "step_summary", "reference_structure",
-           "is_quick", "summarize", "fmt", "pct", "association_sentence"]
+           "is_quick", "summarize", "fmt", "pct", "association_sentence", "CAUSES",
+           "with_cause", "cause_line"]
 
 STATUSES = ("pass", "fail", "not run", "preview")
+
+#: What a FAIL says (SPEC section 6, claims read at a declared horizon): each failing claim
+#: names one of these causes, with the numbers that decide it.
+CAUSES = {"i": "not reached by the horizon and still moving toward it",
+          "ii": "converged to a point that fails",
+          "iii": "a control passes"}
 
 
 def record(cid: str, measured: str, threshold: str, passed: bool, source: str,
@@ -42,6 +49,28 @@ def record(cid: str, measured: str, threshold: str, passed: bool, source: str,
     return {"id": cid, "claim": claim or cid, "measured": measured,
             "threshold": threshold, "passed": bool(passed) and status == "pass",
             "status": status, "source": source, "detail": detail, "values": values or {}}
+
+
+def with_cause(rec: dict, code: str, why: str) -> dict:
+    """``rec`` with the cause of its FAIL (``code`` a key of :data:`CAUSES`, ``why`` the numbers
+    that decide it, e.g. the trend). A record that does not fail is returned unchanged: only a
+    FAIL names a cause (a preview keeps it in ``values['preview_cause']``)."""
+    if code not in CAUSES:
+        raise ValueError(f"cause must be one of {sorted(CAUSES)}, got {code!r}")
+    cause = {"code": code, "text": CAUSES[code], "why": str(why)}
+    if rec.get("status") == "preview":
+        return dict(rec, values=dict(rec.get("values", {}), preview_cause=cause))
+    if rec.get("status") != "fail":
+        return rec
+    return dict(rec, cause=cause)
+
+
+def cause_line(rec: dict) -> str:
+    """The one line a FAIL prints for its cause ('' for a record without one)."""
+    c = rec.get("cause")
+    if not c:
+        return ""
+    return f"cause ({c['code']}) {c['text']}" + (f": {c['why']}" if c.get("why") else "")
 
 
 def not_run(cid: str, reason: str, source: str = "-", threshold: str = "",
@@ -58,7 +87,10 @@ def as_preview(rec: dict, why: str = "computed from a --quick run") -> dict:
     if rec["status"] in ("not run", "preview"):
         return rec
     out = dict(rec, passed=False, status="preview")
+    out.pop("cause", None)
     out["values"] = dict(rec.get("values", {}), preview_of=rec["status"])
+    if rec.get("cause"):
+        out["values"]["preview_cause"] = rec["cause"]
     out["detail"] = f"{why}; " + rec["detail"] if rec.get("detail") else why
     return out
 
