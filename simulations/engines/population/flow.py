@@ -1,0 +1,440 @@
+"""The exact gradient flow of the population risk on (alpha, a, b, c), followed to its limit.
+
+Population gradient descent (:mod:`.trajectory`) moves theta = (alpha, a, b, c) by
+theta <- theta - M grad R(theta), with M = diag(eta_v, eta_Q / n_a, eta_Q / n_b, eta_Q / n_c)
+the per-coordinate step sizes (n_k entries of Q in the class k; the entry of a is 0 with
+``diagonal='fixed'``, which freezes a). The flow is its small-step limit,
+
+    d theta / dt = -M grad R(theta),
+
+with t counted in GD steps: GD with the steps M / k, run for k t steps, converges to the flow at
+time t as k grows (at first order: the tests measure it). The last phase of the dynamics is
+logarithmically slow (b - c grows like ln t and the gradient is of the order of the risk), so a
+fixed step budget cannot reach it, but the flow can: it is integrated in the variable
+s = ln(1 + t), d theta / ds = (1 + t) d theta / dt, by an adaptive implicit solver (scipy's
+LSODA, which switches to BDF where the problem is stiff; Radau and BDF may be chosen), to a
+horizon t_max (default 1e15 steps), recorded at log-spaced times (``per_decade`` per decade, and
+t = 0), with the solver's dense output kept (:meth:`FlowTrajectory.at`).
+
+Accuracy of the right-hand side (SPEC section 6, the flow). Each evaluation is the exact
+engine's (:mod:`.exact`): a complete enumeration (bound 0) when the problem has at most
+``complete_max`` multisets, else a certified truncation whose tolerance is chosen at each
+evaluation so that the certified bound on M grad R (the vector of M times each component's
+bound) has a norm <= ``rel_bound`` (1e-2) x |M grad R|, the flow's speed: the direction of the
+flow is right to 1 %. The tolerance is aimed from the previous speed and tightened until the
+rule holds. At an exact stationary point the speed is 0 and no truncation can meet a relative
+rule: when it demands a tolerance below ``TOL_FLOOR`` x the risk (the rounding level of the sums),
+the flow stops there, with status ``stationary at t = ...``, and the limit class reads it as
+converged.
+
+The limit (:func:`limit_class`), decided from the records of the last decade before the horizon
+(at least 3 records), with u = b - c:
+
+- ``tie``: b = c at every one of these records, to 1e-12 relative (held by symmetry, e.g. from
+  uniform attention, a fixed point of the flow);
+- ``association``: u > 0 at the horizon and its least-squares slope against ln t over the decade
+  is >= ``SLOPE_MIN`` (b - c -> +infinity like ln t; the limit attention is block-uniform), with
+  the limiting alpha (its value at the horizon and its change over the decade);
+- ``other sets``: u < 0 and the slope <= -``SLOPE_MIN`` (b - c -> -infinity);
+- ``converged``: a stationary end, or every coordinate moved by <= ``STILL`` x (1 + |value|) over
+  the decade (a bounded stationary point; the speed at the horizon is reported);
+- ``undecided``: none of these (still moving, not yet in an asymptotic regime).
+
+References
+----------
+SPEC sections 2 (training conventions), 4 (symmetry reduction), 5 (exact population risk), 6
+(the flow, the limit class, the time to a criterion).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy.integrate import BDF, LSODA, Radau
+
+from patchassoc.theory.association import invariant_association
+from patchassoc.theory.bayes import bayes_error
+from patchassoc.theory.invariant import attention_values, entry_counts
+from patchassoc.simulations.engines.criteria import times_to_criteria
+from patchassoc.simulations.engines.population.exact import (
+    MAX_CONFIGURATIONS, Evaluator, check_problem, count_configurations)
+from patchassoc.simulations.engines.population.trajectory import initial_point
+from patchassoc.simulations.runtime.progress import progress_bar
+from patchassoc.simulations.runtime.results import save_folder
+
+__all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_reading",
+           "limit_class", "flow_times", "T_MAX",
+           "PER_DECADE", "REL_BOUND", "RTOL", "ATOL", "COMPLETE_MAX", "SLOPE_MIN", "STILL",
+           "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR"]
+
+#: Default horizon, in GD steps (SPEC section 6).
+T_MAX = 1e15
+#: Records per decade of t (SPEC: >= 20).
+PER_DECADE = 20
+#: The certified bound on M grad R relative to |M grad R| (SPEC section 6).
+REL_BOUND = 1e-2
+#: The solver's relative and absolute tolerances on (alpha, a, b, c).
+RTOL = 1e-6
+ATOL = 1e-8
+#: Problems with at most this many multisets are enumerated completely (bound 0).
+COMPLETE_MAX = 200_000
+#: Slope of b - c against ln t over the last decade from which b - c diverges.
+SLOPE_MIN = 0.05
+#: Relative move over the last decade below which every coordinate is still.
+STILL = 1e-6
+#: A truncated evaluation never asks for a tolerance below this fraction of the risk.
+TOL_FLOOR = 1e-14
+#: The error criterion's factor on the Bayes error (claim 1).
+BAYES_FACTOR = 1.3
+LIMIT_CLASSES = ("association", "other sets", "converged", "tie", "undecided")
+METHODS = {"LSODA": LSODA, "Radau": Radau, "BDF": BDF}
+#: Tightenings of a truncated evaluation's tolerance before the flow gives up.
+_RETRIES = 8
+
+
+class _Stationary(Exception):
+    """The relative bound demands a tolerance below the rounding level: the speed is ~ 0."""
+
+
+@dataclass(frozen=True, eq=False)
+class FlowTrajectory:
+    """What :func:`population_flow` recorded; arrays are indexed by record (``t`` in GD steps).
+
+    ``speed`` is |M grad R| (the flow's speed in GD time), ``bound`` the largest certified bound
+    of the record's evaluation and ``rel_bound`` the certified bound on M grad R over the speed
+    (0 when complete). ``max_rel_bound`` is the largest relative bound over every evaluation the
+    solver made (records included).
+    """
+
+    t: np.ndarray
+    alpha: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    risk: np.ndarray
+    error: np.ndarray
+    bound: np.ndarray
+    rel_bound: np.ndarray
+    speed: np.ndarray
+    topc_rows: np.ndarray
+    share: np.ndarray
+    Pd: np.ndarray
+    Qs: np.ndarray
+    R: np.ndarray
+    status: str
+    t_reached: float
+    t_max: float
+    evaluations: int
+    solver_steps: int
+    max_rel_bound: float
+    complete: bool
+    method: str
+    rtol: float
+    atol: float
+    seconds: float
+    diagonal: str
+    D: int
+    segments: list = field(default_factory=list, repr=False)
+
+    ARRAYS = ("t", "alpha", "a", "b", "c", "risk", "error", "bound", "rel_bound", "speed",
+              "topc_rows", "share", "Pd", "Qs", "R")
+
+    def at(self, t: float) -> np.ndarray:
+        """(alpha, a, b, c) at time ``t`` (GD steps) from the solver's dense output."""
+        t = float(t)
+        if not self.segments or not (0.0 <= t <= self.t_reached):
+            raise ValueError(f"t must lie in [0, {self.t_reached:g}] (the integrated range)")
+        s = math.log1p(t)
+        ends = [seg[1] for seg in self.segments]
+        k = min(bisect.bisect_left(ends, s), len(self.segments) - 1)
+        return np.asarray(self.segments[k][2](s), dtype=np.float64)
+
+
+def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
+                    coords0: Sequence[float], *, eta_v: float, eta_Q: float,
+                    t_max: float = T_MAX, per_decade: int = PER_DECADE,
+                    diagonal: str = "fixed", rel_bound: float = REL_BOUND,
+                    rtol: float = RTOL, atol: float = ATOL, method: str = "LSODA",
+                    complete_max: int = COMPLETE_MAX,
+                    max_configurations: int = MAX_CONFIGURATIONS, progress: bool = False,
+                    desc: str = "flow") -> FlowTrajectory:
+    """The gradient flow d theta / dt = -M grad R from (alpha0, a0, b0, c0) to ``t_max``.
+
+    Parameters
+    ----------
+    coords0 : (a, b, c), the free logits' invariant coordinates.
+    eta_v, eta_Q : the GD step sizes that make M (t counts GD steps).
+    t_max : horizon in GD steps (> 0).
+    per_decade : records per decade of t (>= 1), plus t = 0 and t_max.
+    diagonal : ``"fixed"`` freezes a (the paper's Simplification 3.1), ``"trained"`` moves it.
+    rel_bound : certified bound on M grad R over its norm, for truncated evaluations.
+    rtol, atol : the solver's tolerances.
+    method : ``"LSODA"``, ``"Radau"`` or ``"BDF"``.
+    complete_max : enumerate completely up to this many multisets, else truncate.
+
+    Returns
+    -------
+    FlowTrajectory
+        ``status`` is ``"ok"``, ``"stationary at t = ..."``, ``"solver failed at t = ..."``,
+        ``"non-finite at t = ..."`` or ``"interrupted at t = ..."``; what was recorded up to then
+        is kept.
+    """
+    L, C, q, p, nu = check_problem(L, C, q, p, nu)
+    if diagonal not in ("trained", "fixed"):
+        raise ValueError(f"diagonal must be 'trained' or 'fixed', got {diagonal!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
+    t_max = float(t_max)
+    if not (math.isfinite(t_max) and t_max > 0):
+        raise ValueError(f"t_max must be a positive finite number of steps, got {t_max!r}")
+    if isinstance(per_decade, bool) or int(per_decade) != per_decade or per_decade < 1:
+        raise ValueError(f"per_decade must be an integer >= 1, got {per_decade!r}")
+    for name, v in (("eta_v", eta_v), ("eta_Q", eta_Q), ("rtol", rtol), ("atol", atol),
+                    ("rel_bound", rel_bound)):
+        if not (math.isfinite(float(v)) and float(v) > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+    y0 = np.array([alpha0, *coords0], dtype=np.float64)
+    if y0.shape != (4,) or not np.all(np.isfinite(y0)):
+        raise ValueError("alpha0 and the three attention coordinates (a, b, c) must be finite")
+    D = L * C
+    n_entries = entry_counts(L, C)
+    m = np.array([float(eta_v)] + [float(eta_Q) / n if n else 0.0 for n in n_entries])
+    if diagonal == "fixed":
+        m[1] = 0.0
+    complete = count_configurations(L, C) <= int(complete_max)
+    evaluator = Evaluator(L, C, q, p, nu, tol=None if complete else 1e-6, prune=not complete,
+                          max_configurations=max_configurations)
+    state = {"evaluations": 0, "max_rel": 0.0, "speed": None}
+    norm_m = float(np.linalg.norm(m))
+
+    def evaluate(y):
+        """(velocity in GD time, evaluation, relative bound) at y, the bound rule enforced."""
+        alpha, a, b, c = (float(x) for x in y)
+        if complete:
+            ev = evaluator(alpha, a, b, c)
+            state["evaluations"] += 1
+            g = np.array([ev.grad["alpha"], ev.grad["a"], ev.grad["b"], ev.grad["c"]])
+            return -m * g, ev, 0.0
+        speed = state["speed"]
+        tol = evaluator.tol if speed is None else 0.5 * rel_bound * speed / norm_m
+        for _ in range(_RETRIES):
+            evaluator.tol = tol
+            ev = evaluator(alpha, a, b, c)
+            state["evaluations"] += 1
+            g = np.array([ev.grad["alpha"], ev.grad["a"], ev.grad["b"], ev.grad["c"]])
+            v = -m * g
+            bnd = m * np.array([ev.bounds["alpha"], ev.bounds["a"], ev.bounds["b"],
+                                ev.bounds["c"]])
+            sp, bn = float(np.linalg.norm(v)), float(np.linalg.norm(bnd))
+            if bn <= rel_bound * sp:
+                state["speed"] = sp
+                return v, ev, (bn / sp if sp > 0 else 0.0)
+            # aim below what this evaluation's speed asks for, at least halving
+            tol = min(0.5 * tol, 0.5 * tol * rel_bound * sp / bn) if bn > 0 else 0.5 * tol
+            if tol < TOL_FLOOR * max(ev.risk, 1e-300):
+                raise _Stationary()
+        raise _Stationary()
+
+    def rhs(s, y):
+        v, _, rel = evaluate(y)
+        state["max_rel"] = max(state["max_rel"], rel)
+        if not np.all(np.isfinite(v)):
+            raise FloatingPointError("non-finite gradient")
+        return math.exp(s) * v           # d theta / ds = (1 + t) d theta / dt
+
+    decades = math.log10(t_max) if t_max > 1 else 0.0
+    n_rec = max(1, int(math.ceil(decades * per_decade)))
+    t_rec = np.unique(np.concatenate([[0.0], np.logspace(0.0, math.log10(max(t_max, 1.0)),
+                                                          n_rec + 1) if t_max > 1 else [],
+                                      [t_max]]))
+    t_rec = t_rec[t_rec <= t_max]
+    s_rec = np.log1p(t_rec)
+    rows: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
+
+    def record(t, y):
+        v, ev, rel = evaluate(y)
+        state["max_rel"] = max(state["max_rel"], rel)
+        alpha, a, b, c = (float(x) for x in y)
+        Pd, Qs, R = attention_values(a, b, c, L, C)
+        assoc = invariant_association(a, b, c, L, C, eps=0.1)
+        for k, val in (("t", t), ("alpha", alpha), ("a", a), ("b", b), ("c", c),
+                       ("risk", ev.risk), ("error", ev.error), ("bound", ev.bound),
+                       ("rel_bound", rel), ("speed", float(np.linalg.norm(v))),
+                       ("topc_rows", assoc.topc_rows), ("share", assoc.share_min),
+                       ("Pd", Pd), ("Qs", Qs), ("R", R)):
+            rows[k].append(val)
+
+    t0 = time.perf_counter()
+    status, s_now, steps = "ok", 0.0, 0
+    segments: list = []
+    bar = progress_bar(total=len(t_rec), desc=desc, enable=progress)
+    try:
+        record(0.0, y0)
+        bar.update(1)
+        nxt = 1
+        solver = METHODS[method](rhs, 0.0, y0, float(s_rec[-1]), rtol=rtol, atol=atol)
+        while solver.status == "running" and nxt < len(t_rec):
+            msg = solver.step()
+            steps += 1
+            if solver.status == "failed":
+                status = f"solver failed at t = {math.expm1(solver.t):.3g}: {msg}"
+                break
+            dense = solver.dense_output()
+            segments.append((float(solver.t_old), float(solver.t), dense))
+            s_now = float(solver.t)
+            while nxt < len(t_rec) and s_rec[nxt] <= s_now:
+                y = dense(float(s_rec[nxt])) if s_rec[nxt] < s_now else solver.y
+                record(float(t_rec[nxt]), np.asarray(y, dtype=np.float64))
+                nxt += 1
+                bar.update(1)
+    except _Stationary:
+        status = f"stationary at t = {math.expm1(s_now):.3g}"
+    except FloatingPointError:
+        status = f"non-finite at t = {math.expm1(s_now):.3g}"
+    except KeyboardInterrupt:
+        status = f"interrupted at t = {math.expm1(s_now):.3g}"
+    finally:
+        bar.close()
+    arrays = {k: np.asarray(v, dtype=np.int64 if k == "topc_rows" else np.float64)
+              for k, v in rows.items()}
+    t_reached = float(arrays["t"][-1]) if arrays["t"].size else 0.0
+    return FlowTrajectory(**arrays, status=status, t_reached=max(t_reached, math.expm1(s_now)),
+                          t_max=t_max, evaluations=int(state["evaluations"]),
+                          solver_steps=steps, max_rel_bound=float(state["max_rel"]),
+                          complete=bool(complete), method=method, rtol=float(rtol),
+                          atol=float(atol), seconds=time.perf_counter() - t0,
+                          diagonal=diagonal, D=D, segments=segments)
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    x = x - x.mean()
+    den = float(x @ x)
+    return float(x @ (y - y.mean()) / den) if den > 0 else 0.0
+
+
+def limit_class(tr: FlowTrajectory) -> dict:
+    """The limit of a flow at its last record, from the records of its last decade (module
+    notes: the rule, and what each class means).
+
+    Returns
+    -------
+    dict
+        ``class`` (one of :data:`LIMIT_CLASSES`), ``slope_bc`` (d(b - c)/d ln t over the last
+        decade), ``gap_bc`` (b - c at the end), ``alpha`` and ``alpha_change`` (its move over the
+        decade), ``max_move`` (the largest relative move of a coordinate over the decade), the
+        attention values (Pd, Qs, R) at the end, ``speed`` at the end, ``records`` used and
+        ``rule`` (the rule in words).
+    """
+    t = np.asarray(tr.t, dtype=np.float64)
+    out = {"class": "undecided", "slope_bc": None, "gap_bc": None, "alpha": None,
+           "alpha_change": None, "max_move": None, "Pd": None, "Qs": None, "R": None,
+           "speed": None, "records": 0,
+           "rule": (f"last decade of records: b = c throughout (1e-12 rel.) -> tie; b - c > 0 "
+                    f"with slope vs ln t >= {SLOPE_MIN:g} -> association; b - c < 0 with slope "
+                    f"<= -{SLOPE_MIN:g} -> other sets; a stationary end or every coordinate "
+                    f"still to {STILL:g} (1 + |x|) -> converged; else undecided")}
+    if t.size == 0:
+        return out
+    end = t[-1]
+    last = np.flatnonzero(t >= end / 10.0) if end > 0 else np.arange(t.size)
+    if last.size < 3:
+        last = np.arange(max(0, t.size - 3), t.size)
+    ys = np.stack([tr.alpha[last], tr.a[last], tr.b[last], tr.c[last]])
+    u = tr.b[last] - tr.c[last]
+    lnt = np.log1p(t[last])
+    slope = _slope(lnt, u) if last.size >= 2 else 0.0
+    move = float(np.max(np.abs(ys[:, -1] - ys[:, 0]) / (1.0 + np.abs(ys[:, -1]))))
+    out.update(slope_bc=slope, gap_bc=float(u[-1]), alpha=float(tr.alpha[-1]),
+               alpha_change=float(tr.alpha[-1] - tr.alpha[last[0]]), max_move=move,
+               Pd=float(tr.Pd[-1]), Qs=float(tr.Qs[-1]), R=float(tr.R[-1]),
+               speed=float(tr.speed[-1]), records=int(last.size))
+    scale = 1.0 + np.abs(tr.b[last]) + np.abs(tr.c[last])
+    if np.all(np.abs(u) <= 1e-12 * scale):
+        out["class"] = "tie"
+    elif tr.status.startswith("stationary"):
+        out["class"] = "converged"
+    elif u[-1] > 0 and slope >= SLOPE_MIN:
+        out["class"] = "association"
+    elif u[-1] < 0 and slope <= -SLOPE_MIN:
+        out["class"] = "other sets"
+    elif move <= STILL:
+        out["class"] = "converged"
+    return out
+
+
+def flow_times(tr: FlowTrajectory, bayes: float, eps: float = 0.1,
+               factor: float = BAYES_FACTOR) -> dict:
+    """The time to each criterion along the flow's records (:mod:`..criteria`): Def. 2.2 in every
+    row, share >= 1 - eps, error <= ``factor`` x Bayes + the record's certified bound."""
+    if tr.t.size == 0:
+        raise ValueError("the flow recorded nothing")
+    return times_to_criteria(tr.t, topc=tr.topc_rows == tr.D, share=tr.share, error=tr.error,
+                             error_limit=factor * bayes + tr.bound, eps=eps)
+
+
+def flow_reading(tr: FlowTrajectory, bayes: float, eps: float = 0.1) -> dict:
+    """The JSON-ready reading of a flow: the horizon values, the limit class, the time to each
+    criterion and the bookkeeping (evaluations, solver steps, tolerances, the largest relative
+    bound)."""
+    has = tr.t.size > 0
+    end = {k: (float(getattr(tr, k)[-1]) if has else None)
+           for k in ("t", "alpha", "a", "b", "c", "risk", "error", "bound", "share", "speed")}
+    rows = int(tr.topc_rows[-1]) if has else None
+    err = end["error"]
+    return {
+        "status": tr.status, "t_max": tr.t_max, "t_reached": tr.t_reached,
+        "horizon": {**end, "topc_rows": rows, "topc": rows == tr.D if has else None,
+                    "error_over_bayes": err / bayes if has and bayes > 0 else None,
+                    "gap_bc": end["b"] - end["c"] if has else None},
+        "limit": limit_class(tr),
+        "times": flow_times(tr, bayes, eps=eps) if has else None,
+        "eps": eps, "bayes_error": float(bayes), "D": tr.D, "diagonal": tr.diagonal,
+        "evaluations": tr.evaluations, "solver_steps": tr.solver_steps,
+        "records": int(tr.t.size), "complete": tr.complete,
+        "max_rel_bound": tr.max_rel_bound, "rel_bound_rule": REL_BOUND,
+        "max_bound": float(np.max(tr.bound)) if has else None,
+        "solver": {"method": tr.method, "rtol": tr.rtol, "atol": tr.atol,
+                   "variable": "s = ln(1 + t)"},
+        "seconds": tr.seconds}
+
+
+@dataclass(frozen=True, eq=False)
+class FlowResult:
+    """A flow run: config, seed, structure (for the maps), trajectory, Bayes error."""
+
+    config: object
+    seed: int
+    structure: object
+    trajectory: FlowTrajectory
+    bayes_error: float
+
+    def summary(self) -> dict:
+        """:func:`flow_reading` with the seed and the configuration."""
+        return {**flow_reading(self.trajectory, self.bayes_error), "seed": int(self.seed),
+                "config": self.config.to_dict()}
+
+    def save(self, folder):
+        """config.json, metrics.json (the summary) and arrays.npz (the records, the sets)."""
+        t = self.trajectory
+        arrays = {k: getattr(t, k) for k in FlowTrajectory.ARRAYS}
+        arrays["sets"] = self.structure.sets
+        return save_folder(folder, self.config.to_dict(), self.summary(), arrays)
+
+
+def run_flow(config, seed: int = 0, *, t_max: float = T_MAX, progress: bool = False,
+             structure=None, **options) -> FlowResult:
+    """The flow of ``config`` (free logits) from the seed's initial point, the GD step sizes
+    of the config as M (``options``: those of :func:`population_flow`)."""
+    if config.param != "logits":
+        raise ValueError("the flow runs on the free logits (param='logits')")
+    alpha0, coords0, drawn = initial_point(config, seed)
+    tr = population_flow(config.L, config.C, config.q, config.p, config.nu, alpha0, coords0,
+                         eta_v=config.eta_v, eta_Q=config.eta_Q, t_max=t_max,
+                         diagonal=config.diagonal, progress=progress, **options)
+    return FlowResult(config=config, seed=int(seed),
+                      structure=drawn if structure is None else structure, trajectory=tr,
+                      bayes_error=bayes_error(config.L, config.C, config.q))
