@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from patchassoc.figures import (attention_maps, convergence, gaussian_cnn, grid_map, locality,
+from patchassoc.figures import (attention_maps, convergence, flow_dynamics, gaussian_cnn,
+                                grid_map, locality,
                                 paper_fig3, paper_fig4, population_dynamics, scaling_dynamics,
                                 scaling_error, scaling_sampled, solutions_lambda, training_curves,
                                 transfer, vit_attention, vit_shuffle)
@@ -41,6 +42,10 @@ def _locality(out, folder: Path) -> list:
 
 def _population(out, folder: Path) -> list:
     return population_dynamics.save(out.products["result"], folder)
+
+
+def _flow(out, folder: Path) -> list:
+    return flow_dynamics.save(out.products["result"], folder)
 
 
 def _convergence(out, folder: Path) -> list:
@@ -93,6 +98,7 @@ DRAWERS: dict[str, Callable] = {
     "train_gram": _train,
     "locality": _locality,
     "population": _population,
+    "flow": _flow,
     "convergence": _convergence,
     "paper_figures": _paper_figures,
     "grid": _grid,

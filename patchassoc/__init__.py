@@ -15,6 +15,7 @@ The public API (everything else lives in the subpackages and may change):
 :func:`train`            full-batch gradient descent on sampled data (SPEC section 2)
 :func:`population_eval`  exact population risk, error, gradient and certified bound at one point
 :func:`population_descent`  gradient descent on the exact population risk in (alpha, a, b, c)
+:func:`population_flow`  the exact gradient flow of that risk, followed to a horizon (1e15 steps)
 :func:`bayes_error`      the exact Bayes error of the noiseless-projection model
 :func:`association`      the paper's Def. 2.2 and the set-mate share, on any D x D matrix
 :func:`prove_lemmas`     the sympy proofs of the symmetry lemmas (SPEC section 4)
@@ -32,9 +33,10 @@ The repository's top-level folders install as subpackages of this one: ``theory/
 :mod:`patchassoc.cli`.
 """
 from patchassoc.api import (Config, association, bayes_error, check, population_descent,
-                            population_eval, preset, prove_lemmas, sample, train)
+                            population_eval, population_flow, preset, prove_lemmas, sample,
+                            train)
 
 __version__ = "0.1.0"
 
 __all__ = ["Config", "preset", "sample", "train", "population_eval", "population_descent",
-           "bayes_error", "association", "prove_lemmas", "check", "__version__"]
+           "population_flow", "bayes_error", "association", "prove_lemmas", "check", "__version__"]

@@ -221,3 +221,16 @@ def test_check_reads_a_folder_and_never_counts_missing_results(tmp_path):
         patchassoc.check(3)
     with pytest.raises(ValueError, match="train must be True or False"):
         patchassoc.check(tmp_path, train=1)
+
+
+def test_population_flow_reads_the_horizon_and_refuses_bad_input():
+    cfg = patchassoc.preset("ref", L=2, C=2, d=64, diagonal="fixed")
+    res = patchassoc.population_flow(cfg, seed=0, t_max=1e4, per_decade=5)
+    s = res.summary()
+    assert s["horizon"]["t"] == 1e4 and s["records"] == 1 + 4 * 5 + 1
+    assert s["limit"]["class"] in ("association", "other sets", "converged", "tie", "undecided")
+    for bad in ({"t_max": 0.0}, {"t_max": float("nan")}, {"per_decade": 0}, {"seed": -1}):
+        with pytest.raises(ValueError):
+            patchassoc.population_flow(cfg, **bad)
+    with pytest.raises(ValueError, match="logits"):
+        patchassoc.population_flow(patchassoc.preset("ref", param="gram"), t_max=10)

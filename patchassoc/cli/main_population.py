@@ -20,12 +20,19 @@ HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attent
         "projection noise); writes results and figures")
 
 def add_arguments(parser) -> None:
+    from patchassoc.cli.options import positive_float
     from patchassoc.simulations.studies.population_run import DEFAULT_STEPS
     from patchassoc.simulations.studies.sampled_convergence import DEFAULT_NS, REPRODUCE_NS
     parser.add_argument("--steps", type=int, default=None,
                         help=f"gradient steps (default {DEFAULT_STEPS}, or --set steps=...)")
     parser.add_argument("--tol", type=float, default=None,
                         help="certified truncation tolerance per evaluation (default: exact)")
+    parser.add_argument("--flow", action="store_true",
+                        help="follow the exact gradient flow (the small-step limit of the "
+                             "descent, t in GD steps) to --t-max instead of running GD: limit "
+                             "class and the time to each criterion")
+    parser.add_argument("--t-max", type=positive_float, default=None, metavar="T",
+                        help="with --flow: the horizon in GD steps (default 1e15)")
     parser.add_argument("--convergence", action="store_true",
                         help="also compare with sampled-data runs for growing N (noise "
                              "orthogonal to w*, diagonal fixed)")
@@ -58,7 +65,29 @@ def _steps(ctx) -> int:
     return ctx.config.steps if "steps" in ctx.overrides else DEFAULT_STEPS
 
 
+def _run_flow(ctx) -> dict:
+    from patchassoc.figures.catalog import draw
+    from patchassoc.simulations.engines.population.flow import T_MAX
+    from patchassoc.simulations.studies.population_run import run_flow_study
+    for opt in ("convergence", "steps", "tol"):
+        if getattr(ctx.args, opt) not in (None, False):
+            raise ValueError(f"--{opt} does not apply to --flow")
+    t_max = T_MAX if ctx.args.t_max is None else ctx.args.t_max
+    outcome = run_flow_study(ctx.config, ctx.seed, ctx.out, ctx.progress, t_max)
+    summary = outcome.summary
+    if not ctx.args.no_figures:
+        summary["figures"] = draw("flow", outcome, ctx.out)
+    if summary.get("exit_status"):
+        print(f"patchassoc: the flow stopped: {summary['status']}; the recorded times were "
+              f"saved to {ctx.out}", file=sys.stderr)
+    return summary
+
+
 def run(ctx) -> dict:
+    if ctx.args.flow:
+        return _run_flow(ctx)
+    if ctx.args.t_max is not None:
+        raise ValueError("--t-max needs --flow")
     from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.population_run import run_dynamics
     from patchassoc.simulations.studies.sampled_convergence import run_convergence_step
@@ -97,7 +126,33 @@ def phases_line(s: dict) -> str:
             f"{ph['attention_change_total']:.2g})")
 
 
+def _when(times: dict, key: str) -> str:
+    r = (times or {}).get(key) or {}
+    return ("censored (fails at the horizon)" if r.get("censored") else
+            f"{r['time']:.3g} steps" if r.get("time") is not None else "n/a")
+
+
+def render_flow(s: dict) -> str:
+    """The flow's reading: the horizon, the limit class, the time to each criterion."""
+    h, lim, t = s["horizon"], s["limit"], s.get("times") or {}
+    return "\n".join([
+        f"gradient flow {s['status']} to t = {s['t_reached']:.3g} steps ({s['seconds']:.1f} s, "
+        f"{s['evaluations']} evaluations, {s['solver']['method']} rtol {s['solver']['rtol']:g}"
+        f", diagonal {s['diagonal']}); results in {s['out']}",
+        f"  limit: {lim['class']} (b - c = {lim['gap_bc']:.4g}, slope per ln t "
+        f"{lim['slope_bc']:.3g} over the last decade; alpha -> {lim['alpha']:.5g})",
+        f"  at the horizon: Def. 2.2 in {h['topc_rows']}/{s['D']} rows, share "
+        f"{h['share']:.6f}, error {h['error']:.4g} = {h['error_over_bayes']:.6f} x Bayes "
+        f"({s['bayes_error']:.4g}), bound {h['bound']:.2g}",
+        f"  time for good: Def. 2.2 {_when(t, 'def22')}; share >= {1 - s['eps']:g} "
+        f"{_when(t, 'share')}; error <= 1.3 x Bayes + bound {_when(t, 'error')}",
+        f"  largest certified bound on M grad R over its norm: {s['max_rel_bound']:.2g} "
+        f"(rule <= {s['rel_bound_rule']:g})"])
+
+
 def render(s: dict) -> str:
+    if "limit" in s and "horizon" in s:
+        return render_flow(s)
     from patchassoc.cli.main_train import association_line
     lines = [f"population dynamics {s['status']} after {s['steps']} steps "
              f"({s['seconds']:.1f} s, diagonal {s.get('diagonal', 'trained')}); results in "

@@ -54,7 +54,7 @@ CHECK = Study(name="check", what="the claims of SPEC section 6, from the steps a
 #: Every study, in the order the report lists them (``reproduce`` starts them by cost).
 STUDIES: tuple[Study, ...] = (
     sampled_training.TRAIN, sampled_training.TRAIN_GRAM, spatial_locality.STUDY,
-    population_run.STUDY, sampled_convergence.STUDY, claim1_grid.STUDY, claim2_seeds.STUDY,
+    population_run.STUDY, population_run.FLOW, sampled_convergence.STUDY, claim1_grid.STUDY, claim2_seeds.STUDY,
     paper_settings.STUDY, claim4_lemmas.STUDY, claim3_solutions.STUDY, claim5_transfer.STUDY,
     claim7_scaling.STUDY, claim6_vit.STUDY, CHECK)
 

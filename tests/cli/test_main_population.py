@@ -200,3 +200,27 @@ def test_convergence_runner_small(tmp_path):
     from patchassoc.figures import convergence
     paths = convergence.save(back, tmp_path / "conv")
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)
+
+
+def test_population_flow_json_reads_the_horizon(capsys, tmp_path):
+    status, got = _json(capsys, ["population", "--flow", "--t-max", "1e6", "--preset", "tiny",
+                                 "--set", "diagonal=fixed", "--out", str(tmp_path / "f"),
+                                 "--json", "--quiet"])
+    out = json.loads(got.out)
+    assert status == 0 and out["horizon"]["t"] == 1e6 and out["status"] == "ok"
+    assert out["limit"]["class"] in ("association", "other sets", "converged", "tie",
+                                     "undecided")
+    assert set(out["times"]) >= {"def22", "share", "error", "all"}
+    assert (tmp_path / "f" / "flow_dynamics.png").exists()
+    assert (tmp_path / "f" / "arrays.npz").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["population", "--t-max", "10"], "--t-max needs --flow"),
+    (["population", "--flow", "--steps", "10"], "--steps does not apply"),
+    (["population", "--flow", "--t-max", "0"], "positive"),
+])
+def test_population_flow_refuses_bad_options(capsys, argv, message):
+    assert main(argv + ["--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,99 @@
+"""The exact gradient flow against time, on a log axis out to the horizon.
+
+Reads a :class:`patchassoc.simulations.engines.population.flow.FlowResult` (never recomputes).
+Four panels against t + 1 (GD steps): the excess error over Bayes with the claim's 1.3 x Bayes
+line; the logit gaps b - c and a - c and alpha (b - c growing like ln t is a straight line here:
+the association limit); the set-mate share's distance to 1 with the level 1 - eps and the rows
+passing Def. 2.2; the flow's speed |M grad R| with the certified relative bound. The time to
+each criterion (SPEC section 6) is a dotted vertical line; a censored criterion is named in the
+legend.
+
+References
+----------
+SPEC section 6 (the flow, the limit class, the time to a criterion).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from patchassoc.figures.style import COLORS, new_figure, save_figure
+
+__all__ = ["plot", "save"]
+
+_CRITERIA = (("def22", "Def. 2.2", COLORS["green"]), ("share", "share", COLORS["purple"]),
+             ("error", "1.3 x Bayes", COLORS["vermillion"]))
+
+
+def _times(ax, times: dict, legend: bool = False) -> None:
+    for key, label, color in _CRITERIA:
+        rec = (times or {}).get(key) or {}
+        if rec.get("censored"):
+            if legend:
+                ax.plot([], [], ls=":", color=color, label=f"{label}: censored")
+            continue
+        if rec.get("time") is not None:
+            ax.axvline(rec["time"] + 1.0, ls=":", lw=1.0, color=color,
+                       label=f"{label} for good: t = {rec['time']:.3g}" if legend else None)
+
+
+def plot(result):
+    """The four panels; returns the figure."""
+    tr = result.trajectory
+    s = result.summary()
+    bayes = result.bayes_error
+    x = tr.t + 1.0
+    fig, axes = new_figure(2, 2, figsize=(10.5, 6.8), sharex=True)
+    (ax_e, ax_g), (ax_s, ax_v) = axes
+
+    excess = np.maximum(tr.error / bayes - 1.0, 1e-16) if bayes > 0 else tr.error
+    ax_e.loglog(x, excess, color=COLORS["blue"], label="error / Bayes - 1")
+    ax_e.axhline(0.3, color=COLORS["vermillion"], ls="--", lw=1.0, label="1.3 x Bayes")
+    ax_e.set_ylabel("error / Bayes - 1")
+    ax_e.set_title("Population error against the exact Bayes error")
+    _times(ax_e, s["times"], legend=True)
+    ax_e.legend(loc="upper right")
+
+    ax_g.semilogx(x, tr.b - tr.c, color=COLORS["blue"], label="b - c")
+    ax_g.semilogx(x, tr.a - tr.c, color=COLORS["orange"], label="a - c")
+    ax_g.semilogx(x, tr.alpha, color=COLORS["black"], lw=1.0, label="alpha")
+    ax_g.axhline(0.0, color="0.6", lw=0.6)
+    lim = s["limit"]
+    ax_g.set_title(f"Limit class: {lim['class']} (slope of b - c per ln t "
+                   f"{lim['slope_bc']:.3g})" if lim.get("slope_bc") is not None else
+                   f"Limit class: {lim['class']}")
+    ax_g.legend(loc="upper left")
+
+    gap = np.maximum(1.0 - tr.share, 1e-16)
+    ax_s.loglog(x, gap, color=COLORS["purple"], label="1 - share (min over rows)")
+    ax_s.axhline(s["eps"], color=COLORS["purple"], ls="--", lw=1.0, label=f"eps = {s['eps']:g}")
+    ax_r = ax_s.twinx()
+    ax_r.semilogx(x, tr.topc_rows, color=COLORS["green"], lw=1.0, drawstyle="steps-post")
+    ax_r.set_ylim(-0.5, tr.D + 0.5)
+    ax_r.set_ylabel("rows passing Def. 2.2", color=COLORS["green"])
+    ax_r.grid(False)
+    ax_s.set_ylabel("1 - share")
+    ax_s.set_xlabel("t + 1 (GD steps)")
+    ax_s.set_title("Set-mate share and Def. 2.2")
+    _times(ax_s, s["times"])
+    ax_s.legend(loc="lower left")
+
+    ax_v.loglog(x, np.maximum(tr.speed, 1e-300), color=COLORS["blue"], label="|M grad R|")
+    if np.any(tr.rel_bound > 0):
+        ax_v.loglog(x, np.maximum(tr.rel_bound * tr.speed, 1e-300), color=COLORS["orange"],
+                    lw=1.0, label="certified bound on M grad R")
+    ax_v.set_xlabel("t + 1 (GD steps)")
+    ax_v.set_title(f"Speed of the flow ({s['evaluations']} evaluations, "
+                   f"{tr.method} rtol {tr.rtol:g})")
+    ax_v.legend(loc="lower left")
+    cfg = result.config
+    fig.suptitle(f"Exact gradient flow to t = {tr.t_reached:.3g} steps (L={cfg.L}, C={cfg.C}, "
+                 f"d={cfg.d}, diagonal {cfg.diagonal}, seed {result.seed})", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def save(result, folder: str | Path) -> list[Path]:
+    """Write flow_dynamics.png / .pdf into ``folder``."""
+    return save_figure(plot(result), folder, "flow_dynamics")
