@@ -21,7 +21,9 @@ values, the paper's association metrics (SPEC section 3, in closed form for inva
 rows passing Def. 2.2, D or 0, and the set-mate share, the same in every row; ``associated`` at
 eps = ``ASSOCIATION_EPS`` = 0.1, the level SPEC declares for population runs), the within-set
 mass (a description only), the gaps a - c and b - c, the row sum a + (C-1) b + (D-C) c, and the
-truncation bound (0 when exact).
+truncation bound (0 when exact). The summary gives the time to each criterion over the recorded
+steps (:mod:`patchassoc.simulations.engines.criteria`: Def. 2.2 in every row, share >= 1 - eps,
+error <= 1.3 x Bayes + bound; censored when it fails at the last record).
 
 Phases of the proof (SPEC section 3; the paper's alpha, then gamma versus rho). alpha, the share
 and the attention values (Pd, Qs, R) are also kept at every step (``per_step``), and
@@ -56,6 +58,7 @@ from patchassoc.theory.invariant import (attention_values, entry_counts, gram_to
 from patchassoc.theory.invariant import row_sum
 from patchassoc.theory.structure import Structure, build_structure
 
+from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.engines.sampler import streams, unit_vector
@@ -69,6 +72,8 @@ __all__ = ["PopulationTrajectory", "PopulationResult", "population_descent", "ru
 
 #: Level eps at which population runs report association (SPEC section 3: 0.1).
 ASSOCIATION_EPS = 0.1
+#: The error criterion of the time to each criterion: error <= 1.3 x Bayes + bound (claim 1).
+TIME_BAYES_FACTOR = 1.3
 #: Columns of ``PopulationTrajectory.per_step`` (one row per step 0..steps_done).
 PER_STEP = ("alpha", "share", "Pd", "Qs", "R")
 
@@ -322,9 +327,17 @@ class PopulationResult:
         else:
             assoc = {k: None for k in ("topc_rows", "topc", "share_mean", "share_min",
                                        "share_initial", "associated")}
+        times = None
+        if has and t.topc_rows is not None and t.steps.size and np.all(np.diff(t.steps) > 0):
+            # the time to each criterion over the recorded steps (SPEC section 6)
+            times = times_to_criteria(t.steps, topc=t.topc_rows == self.config.D,
+                                      share=t.share, error=t.error,
+                                      error_limit=TIME_BAYES_FACTOR * self.bayes_error + t.bound,
+                                      eps=ASSOCIATION_EPS)
         return {
             "status": t.status,
             "steps": int(t.steps_done),
+            "times": times,
             "param": t.param,
             "diagonal": self.config.diagonal,
             **assoc,

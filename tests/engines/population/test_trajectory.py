@@ -171,3 +171,18 @@ def test_record_steps_are_validated():
     with pytest.raises(ValueError, match="record steps"):
         population_descent(2, 2, 0.3, 5, 0.03, 0.1, (1, 0, 0), eta_v=0.1, eta_Q=1.0, steps=3,
                            at=[0, 5])
+
+
+def test_the_summary_gives_the_time_to_each_criterion_over_the_records():
+    from patchassoc.simulations.engines.population.trajectory import run_population
+    from patchassoc.theory.config import preset as _preset
+    res = run_population(_preset("ref", diagonal="fixed"), steps=400, records=30)
+    t, s = res.trajectory, res.summary()
+    limit = 1.3 * res.bayes_error + t.bound
+    ok = t.error <= limit
+    later = [k for k in range(len(ok)) if ok[k:].all()]
+    got = s["times"]["error"]
+    assert (got["censored"] and not later) or got["time"] == t.steps[later[0]]
+    rows = t.topc_rows == res.config.D
+    later = [k for k in range(len(rows)) if rows[k:].all()]
+    assert s["times"]["def22"]["time"] == (t.steps[later[0]] if later else None)
