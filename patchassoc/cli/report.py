@@ -84,6 +84,12 @@ def write_report(folder: str | Path) -> Path:
                   + (f"; {preview} {'is a preview' if preview == 1 else 'are previews'} of a "
                      f"reduced run and decide{'s' if preview == 1 else ''} nothing." if preview
                      else ".")]
+        fails = [c for c in claims if c.get("status") == "fail"]
+        if fails:
+            from patchassoc.simulations.studies.verdicts import cause_line
+            lines += [""] + [f"- Claim {c.get('id')} FAILS: "
+                             + (cause_line(c) or "cause not named") + "."
+                             for c in fails]
     else:
         lines.append("The claims check did not run in this reproduction.")
     failed = [n for n, r in steps.items() if not r.get("ok")]
