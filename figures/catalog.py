@@ -14,8 +14,8 @@ from typing import Callable
 from patchassoc.figures import (attention_maps, convergence, flow_dynamics, gaussian_cnn,
                                 grid_map, locality,
                                 paper_fig3, paper_fig4, population_dynamics, scaling_dynamics,
-                                scaling_error, scaling_sampled, solutions_lambda, training_curves,
-                                transfer, vit_attention, vit_shuffle)
+                                scaling_error, scaling_sampled, seeds_horizon, solutions_lambda,
+                                training_curves, transfer, vit_attention, vit_shuffle)
 from patchassoc.simulations.runtime.results import read_json, write_json
 
 __all__ = ["DRAWERS", "draw"]
@@ -64,8 +64,11 @@ def _grid(out, folder: Path) -> list:
 
 
 def _seeds(out, folder: Path) -> list:
+    paths = seeds_horizon.save(out.summary, folder) if out.summary.get("pass_rate") else []
     control = out.products.get("control")
-    return gaussian_cnn.main(control, folder) if control is not None else []
+    if control is not None and out.summary.get("control"):
+        paths += gaussian_cnn.main(control, folder)
+    return paths
 
 
 def _solutions(out, folder: Path) -> list:

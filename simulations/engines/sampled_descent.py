@@ -18,6 +18,10 @@ Recorded at each requested step: losses and errors, alpha = <v, w*> and ||v_perp
 paper's association metrics of SPEC section 3 (rows passing Def. 2.2 ranked on the logits Q,
 the set-mate share mean and min; ``associated`` at eps = ``ASSOCIATION_EPS`` = 0.25, the level
 SPEC section 3 declares for sampled runs) and, as a description only, the within-set mass.
+The parameters themselves are kept only at the final step and at the requested ``keep`` steps:
+:meth:`TrainResult.at_step` returns the run as it stood at a kept step, the same numbers as a
+run stopped there (the descent never depends on the number of steps it is asked for, nor on
+when it records).
 
 References
 ----------
@@ -74,6 +78,9 @@ class Trajectory:
     topc_rows: np.ndarray | None = None
     share_mean: np.ndarray | None = None
     share_min: np.ndarray | None = None
+    #: step -> {"v", "theta"}: copies of the parameters at the ``keep`` steps (in memory only;
+    #: :meth:`TrainResult.at_step` makes a run of its own of each)
+    kept: dict | None = None
 
     ARRAYS = ("steps", "train_loss", "train_error", "test_error", "alpha", "v_perp_norm",
               "mass_mean", "mass_min", "row_sums", "A", "topc_rows", "share_mean", "share_min")
@@ -96,7 +103,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
                      structure: Structure | None = None, test_data: Sample | None = None,
                      gram: bool = False, train_attention: bool = True,
                      diagonal: str = "trained", tol: float | None = None, progress: bool = False,
-                     desc: str = "gradient descent") -> Trajectory:
+                     desc: str = "gradient descent", keep: Sequence[int] = ()) -> Trajectory:
     """Run full-batch gradient descent and record metrics at the steps ``at``.
 
     Parameters
@@ -116,6 +123,8 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         ``"fixed"`` zeroes the diagonal of grad_Q (free logits only): diag(Q) never moves.
     tol : float, optional
         Stop as soon as the training loss is <= tol (the step is recorded).
+    keep : steps at which copies of (v, theta) are kept in ``Trajectory.kept``; each is also
+        recorded. Keeping and recording read the parameters only: the descent is the same.
 
     Returns
     -------
@@ -123,7 +132,10 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         ``status`` is ``"ok"``, ``"converged"`` (tol reached), ``"non-finite at step k"`` or
         ``"interrupted at step k"``; in the last two cases the arrays hold what was recorded.
     """
-    at = np.unique(np.asarray(at, dtype=np.int64))
+    keep = np.unique(np.asarray(keep, dtype=np.int64))
+    if keep.size and (keep[0] < 0 or keep[-1] > steps):
+        raise ValueError(f"kept steps must lie in [0, {steps}]")
+    at = np.unique(np.concatenate([np.asarray(at, dtype=np.int64).ravel(), keep]))
     if at.size == 0 or at[0] < 0 or at[-1] > steps:
         raise ValueError(f"record steps must lie in [0, {steps}]")
     v = np.array(v0, dtype=np.float64)
@@ -145,6 +157,8 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
     step = 0
     bar = progress_bar(total=steps, desc=desc, enable=progress)
     record_set = set(at.tolist())
+    keep_set = set(keep.tolist())
+    kept: dict[int, dict] = {}
 
     def record(step: int, out: dict, A: np.ndarray) -> None:
         alpha = float(v @ w_star)
@@ -190,6 +204,8 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
             converged = tol is not None and out["loss"] <= tol
             if step in record_set or converged or step == steps:
                 record(step, out, A)
+            if step in keep_set:
+                kept[step] = {"v": v.copy(), "theta": theta.copy()}
             if converged:
                 status = "converged"
                 break
@@ -214,7 +230,8 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
     arrays = {k: (np.asarray(vals, dtype=np.int64 if k == "steps" else np.float64)
                   if vals else empty.get(k, np.zeros(0)))
               for k, vals in rows.items()}
-    return Trajectory(**arrays, v=v, theta=theta, status=status, steps_done=step, gram=gram)
+    return Trajectory(**arrays, v=v, theta=theta, status=status, steps_done=step, gram=gram,
+                      kept=kept)
 
 
 @dataclass(frozen=True, eq=False)
@@ -254,6 +271,27 @@ class TrainResult:
             "seed": int(self.seed),
             "config": self.config.to_dict(),
         }
+
+    def at_step(self, step: int) -> "TrainResult":
+        """The run as it stood at the kept step ``step``: the config with ``steps = step``, the
+        records up to ``step`` and the parameters kept there, status ``"ok"``; the same numbers
+        as a run of ``step`` steps recorded at those steps. ``seconds`` and ``timings`` stay
+        those of the whole run (``timings["stopped_from"]`` is its number of steps)."""
+        t = self.trajectory
+        step = int(step)
+        if not t.kept or step not in t.kept:
+            raise ValueError(f"step {step} was not kept (kept: {sorted(t.kept or {})})")
+        upto = t.steps <= step
+        arrays = {k: (getattr(t, k)[upto] if getattr(t, k) is not None else None)
+                  for k in Trajectory.ARRAYS}
+        state = t.kept[step]
+        traj = Trajectory(**arrays, v=state["v"].copy(), theta=state["theta"].copy(),
+                          status="ok", steps_done=step, gram=t.gram,
+                          kept={s: dict(x) for s, x in t.kept.items() if s <= step})
+        return TrainResult(config=self.config.replace(steps=step), seed=self.seed,
+                           structure=self.structure, w_star=self.w_star, trajectory=traj,
+                           seconds=self.seconds,
+                           timings=dict(self.timings, stopped_from=int(t.steps_done)))
 
     def save(self, folder: str | Path) -> Path:
         t = self.trajectory
@@ -306,11 +344,14 @@ def _row_sum_drift(row_sums: np.ndarray) -> float:
 
 
 def train(config: Config, seed: int = 0, *, progress: bool = False,
-          structure: Structure | None = None) -> TrainResult:
+          structure: Structure | None = None, at: Sequence[int] | None = None,
+          keep: Sequence[int] = ()) -> TrainResult:
     """Train the model of ``config`` on a fresh sample drawn from ``seed``.
 
     The seed's independent streams draw, in order: the structure (unless given), the feature
-    w*, the initialization, the training sample and the test sample.
+    w*, the initialization, the training sample and the test sample. ``at`` are the recorded
+    steps (default: ``record_steps(config.steps, config.records)``), ``keep`` the steps whose
+    parameters are kept (:meth:`TrainResult.at_step`).
     """
     t0 = time.perf_counter()
     check_sample_size(config.n_train, config.D, config.d, "training sample")
@@ -331,10 +372,10 @@ def train(config: Config, seed: int = 0, *, progress: bool = False,
     t1 = time.perf_counter()
     traj = gradient_descent(train_data, theta0, v0, p=config.p, nu=config.nu,
                             eta_v=config.eta_v, eta_Q=config.eta_Q, steps=config.steps,
-                            at=record_steps(config.steps, config.records), w_star=w_star,
-                            structure=structure, test_data=test_data,
+                            at=record_steps(config.steps, config.records) if at is None else at,
+                            w_star=w_star, structure=structure, test_data=test_data,
                             gram=config.param == "gram", diagonal=config.diagonal,
-                            progress=progress, desc="train")
+                            progress=progress, desc="train", keep=keep)
     t2 = time.perf_counter()
     return TrainResult(config=config, seed=seed, structure=structure, w_star=w_star,
                        trajectory=traj, seconds=t2 - t0,

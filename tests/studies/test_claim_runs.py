@@ -120,8 +120,14 @@ def test_grid_and_seeds_commands(tmp_path, capsys):
     assert "--jobs" in capsys.readouterr().err
     argv = ["seeds", "--seeds", "1", "--set", "d=16", "--set", "n_train=100", "--set",
             "n_test=100", "--set", "steps=3", "--set", "records=2", "--no-control",
-            "--out", str(tmp_path / "s"), "--quiet", "--json"]
+            "--horizon", "12", "--out", str(tmp_path / "s"), "--quiet", "--json"]
     assert main(argv) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["n_seeds"] == 1 and s["preview"] and s["config"]["diagonal"] == "fixed"
     assert s["records"][0]["passed"] == s["passed"] or s["n_passed"] == 0
+    assert s["horizon"] == 12 and s["budget"]["step"] == 3 and s["times"][0]["seed"] == 0
+    assert s["pass_rate"]["t"][-1] == 12 and s["records"][0]["curve"]["steps"][-1] == 12
+    assert (tmp_path / "s" / "seeds_horizon.png").exists()
+    # the budget step (the config's steps) must lie within the horizon
+    assert main(argv[:argv.index("--horizon")] + ["--horizon", "2", "--quiet"]) == 2
+    assert "horizon" in capsys.readouterr().err

@@ -11,7 +11,9 @@ mirrors SPEC section 6 item 5 and is checked against it by a test):
    trained with :func:`patchassoc.simulations.engines.sampled_descent.train` on the run's config
    with the diagonal fixed (claim 2's run); saved under ``<out>/pretrained/u<u>`` and reused by
    later runs. In a reproduction they come from the ``seeds`` step, which trains the same runs
-   (claim 2's seeds s..s+9 hold the upstream seeds s..s+4).
+   (claim 2's seeds s..s+9 hold the upstream seeds s..s+4) to its horizon and saves each one's
+   state at the budget step, the same numbers as a run stopped there: the upstream stays
+   claim 2's pre-registered run of the config's steps.
 3. Sweep. For each upstream run, each method (pretrained attention frozen; identity, uniform,
    initial Q0 and wrong-partition attention frozen; v and Q trained jointly from scratch), each N of
    the grid and each of the K downstream seeds, v is trained from a fresh small start and its test
@@ -159,11 +161,17 @@ def pretrain(config: Config, seed: int, folder: Path, progress: bool = False,
     return result, "trained"
 
 
-def _candidates(reuse: tuple[Path, ...], seed: int) -> tuple[Path, ...]:
+def _candidates(reuse: tuple[Path, ...], seed: int, steps: int | None = None
+                ) -> tuple[Path, ...]:
     """Where the upstream run of ``seed`` may already be: each folder of ``reuse`` (a train
-    result) and its ``seed-<seed>`` subfolder (claim 2's seeds, :mod:`..claim_seeds`).
+    result), its ``seed-<seed>`` subfolder (claim 2's seeds, :mod:`..claim2_seeds`) and, with
+    ``steps``, that run's state at step ``steps`` (``seed-<seed>/step-<steps>``: claim 2 trains
+    to its horizon and saves there its state at the budget step, the pre-registered upstream).
     :func:`pretrain` takes a candidate only if it holds the same run with this seed."""
-    return tuple(c for r in reuse for c in (Path(r), Path(r) / f"seed-{int(seed):03d}"))
+    subs = [f"seed-{int(seed):03d}"]
+    if steps is not None:
+        subs.append(f"seed-{int(seed):03d}/step-{int(steps)}")
+    return tuple(c for r in reuse for c in (Path(r), *(Path(r) / x for x in subs)))
 
 
 def _preview_reasons(config: Config, up_cfg: Config, n_up: int, n_down: int, Ns, quick: bool
@@ -228,7 +236,7 @@ def run_study(config: Config, seed: int, out: Path, *, quick: bool = False, jobs
         s = seed + u
         log(f"[transfer] upstream {u + 1}/{n_up} (seed {s}) ...")
         result, source = pretrain(up_cfg, s, out / "pretrained" / f"u{u}", progress,
-                                  _candidates(reuse, s))
+                                  _candidates(reuse, s, up_cfg.steps))
         tasks[u] = TransferTask(Upstream.from_result(result), setting, master_seed=s)
         sm = result.summary()
         upstreams.append({"index": u, "seed": s, "source": source,
