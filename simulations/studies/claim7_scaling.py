@@ -17,20 +17,35 @@ Three studies, each made of independent, resumable cells
     :func:`patchassoc.theory.solutions.sign_of_sum_error`).
     With the exact engine, certified at tol(d) = 1e-3 Bayes(d): block-uniform
     (alpha, a, b, c) = (2, 2 ln d, 2 ln d, 0) (shifted blocks have the same f for every input,
-    Lemma L11, hence the same numbers) and the population GD solution (diagonal fixed,
-    T(d) = ceil(1000 ln d) steps, trajectory tol 1e-8, the last point certified at tol(d)).
+    Lemma L11, hence the same numbers) and GD's solution read at the declared horizon (SPEC
+    section 6, claims read at a declared horizon): the exact gradient flow of the population risk
+    (:func:`patchassoc.simulations.engines.population.flow.run_flow`, diagonal fixed, seed 0's
+    start, t counted in GD steps) to t_max = 1e15, its last point certified at tol(d). Beside it,
+    as a reading within a fixed budget (never the verdict): population GD for
+    T(d) = ceil(1000 ln d) steps (trajectory tol 1e-8), its last point certified at tol(d).
     The d^(-omega(1)) test reads the local exponents
     s_k = -ln(e_{k+1} / e_k) / ln(d_{k+1} / d_k) of the certified upper ends e_k
     (:func:`omega_test`).
-(b) Dynamics against d and D: the phase times t_alpha, t_share and the final share of the GD
-    runs (:func:`patchassoc.simulations.engines.population.trajectory.phases`), fitted by least
-    squares against ln d (exponent gamma) and ln ln d (polylog exponent beta) (:func:`loglog_fit`).
+(b) Dynamics against d and D: the time to each criterion of the flows of (a) (Def. 2.2 in every
+    row, share >= 0.9, error <= 1.3 x Bayes + bound, and all three:
+    :func:`patchassoc.simulations.engines.criteria.times_to_criteria`), fitted by least squares
+    against ln d (exponent gamma) and ln ln d (polylog exponent beta) (:func:`loglog_fit`); a
+    censored time (the criterion fails at the horizon) is listed as censored and left out of the
+    fit. Beside them, the budget GD runs' phase times t_alpha, t_share and final share
+    (:func:`patchassoc.simulations.engines.population.trajectory.phases`), against d and D, with
+    the same fits.
 (c) Sampled data against d: the smallest N of a grid at which >= 8 of 10 seeds of sampled GD
     associate (Def. 2.2 in every row and share_min >= 0.75, claim 2's test).
 
+Claim 7 (:func:`claim7`) is decided on the flow's certified errors over the declared range; a
+FAIL names its cause (:func:`cause_of`): (iii) a control passes; else (i) a flow did not reach
+the horizon or its error still moved over the last decade by more than tol(d) (the level the
+claim reads errors at), with that trend; else (ii) the flows are at their limits and the limit
+errors themselves fail the rule.
+
 References
 ----------
-SPEC sections 1-3, 5 and 6 (item 7).
+SPEC sections 1-3, 5 and 6 (item 7; claims read at a declared horizon).
 """
 from __future__ import annotations
 
@@ -46,7 +61,10 @@ from patchassoc.theory.association import associate, invariant_association
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.config import Config
 from patchassoc.theory.solutions import sign_of_sum_error
+from patchassoc.simulations.engines.criteria import CRITERIA
 from patchassoc.simulations.engines.population.exact import evaluate, plan
+from patchassoc.simulations.engines.population.flow import (
+    PER_DECADE, T_MAX, flow_reading, run_flow)
 from patchassoc.simulations.engines.population.trajectory import (
     initial_point, phases, population_descent)
 from patchassoc.simulations.engines.sampled_descent import train
@@ -55,17 +73,19 @@ from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies.claim2_seeds import SHARE_MIN
 from patchassoc.simulations.studies.study import Outcome, Study
-from patchassoc.simulations.studies.verdicts import from_step
+from patchassoc.simulations.studies.verdicts import CAUSES, from_step, with_cause
 
-__all__ = ["Family", "ScalingCell", "ScalingTask", "PROTOCOL", "KS", "GD_KS", "D_SWEEP_KS",
-           "SAMPLED_KS", "SAMPLED_NS", "N_SEEDS", "PASS_SEEDS", "TOL_FACTOR", "TRAJ_TOL",
-           "STEPS_PER_LOG", "BLOCK_ALPHA", "BLOCK_LAMBDA_PER_LOG", "MIN_RISE", "MAX_CONFIGURATIONS",
+__all__ = ["Family", "ScalingCell", "ScalingTask", "PROTOCOL", "KS", "GD_KS", "FLOW_KS",
+           "D_SWEEP_KS", "SAMPLED_KS", "SAMPLED_NS", "N_SEEDS", "PASS_SEEDS", "TOL_FACTOR",
+           "TRAJ_TOL", "STEPS_PER_LOG", "BLOCK_ALPHA", "BLOCK_LAMBDA_PER_LOG", "MIN_RISE",
+           "MAX_CONFIGURATIONS", "FLOW_T_MAX", "TIME_CRITERIA", "POLYLOG_GAMMA",
            "grid_d", "steps_for", "local_exponents", "omega_test", "loglog_fit", "closed_forms",
-           "compute_cell", "run_study_cells", "gd_cells", "block_cells", "sweep_cells",
-           "sampled_cells", "n_assoc"]
+           "compute_cell", "run_study_cells", "gd_cells", "flow_cells", "block_cells",
+           "sweep_cells", "sampled_cells", "n_assoc", "time_fits", "flow_trend", "cause_of",
+           "claim7", "readings", "verdict"]
 
 #: Version of the cell computations: stored cells of another version are recomputed.
-PROTOCOL = "scaling-1"
+PROTOCOL = "scaling-2"
 #: The claim (SPEC section 6, item 7) as the claims table names it when it could not be measured
 #: (a measured record takes the text of :func:`claim7`).
 CLAIM = "scaling: errors and phase times move with d as the theorems say"
@@ -75,6 +95,15 @@ CLAIM = "scaling: errors and phase times move with d as the theorems say"
 KS = tuple(range(4, 15))
 #: Declared GD range of study (a) (claim 7 is decided on it).
 GD_KS = (4, 5, 6, 7)
+#: The flows of the full study: the declared range and k = 8 (L = C = 8, the paper's size),
+#: which extends it beside the verdict (SPEC 6, claim 7 at the horizon).
+FLOW_KS = GD_KS + (8,)
+#: The declared horizon of the flow, in GD steps.
+FLOW_T_MAX = T_MAX
+#: The criteria whose times study (b) reads off the flows (``all``: the three together).
+TIME_CRITERIA = CRITERIA + ("all",)
+#: Phase times read as polylog(d) when gamma's 95 % interval lies below this (SPEC 6, item 7 (b)).
+POLYLOG_GAMMA = 0.25
 #: Study (b): L = C = these at fixed d = d_5.
 D_SWEEP_KS = (3, 4, 5, 6)
 D_SWEEP_AT = 5
@@ -262,8 +291,9 @@ def closed_forms(family: Family, ds: Sequence[int]) -> list[dict]:
 # -- cells -----------------------------------------------------------------------------------------
 @dataclass(frozen=True, order=True)
 class ScalingCell:
-    """One independent computation: ``kind`` in {"block", "gd", "sampled"} at d (and L, C for
-    the D sweep; N and seed for sampled runs). ``upstream`` = 0 (the backends' task index)."""
+    """One independent computation: ``kind`` in {"block", "gd", "flow", "sampled"} at d (and L,
+    C for the D sweep; N and seed for sampled runs). ``upstream`` = 0 (the backends' task
+    index)."""
 
     kind: str
     d: int
@@ -293,6 +323,7 @@ class ScalingTask:
     tol_factor: float = TOL_FACTOR
     sampled_steps: int = SAMPLED_STEPS
     max_configurations: int = MAX_CONFIGURATIONS
+    t_max: float = FLOW_T_MAX
     folder: str = ""
 
     def fingerprint(self) -> str:
@@ -368,6 +399,69 @@ def _gd(task: ScalingTask, cell: ScalingCell) -> dict:
     return rec
 
 
+#: The flow's records kept in its cell (for the trend, the figures and the times).
+_FLOW_SERIES = ("t", "error", "bound", "share", "topc_rows", "alpha", "b", "c")
+
+
+def flow_trend(t: Sequence[float], error: Sequence[float], share: Sequence[float],
+               gap: Sequence[float], b: Sequence[float] | None = None,
+               c: Sequence[float] | None = None) -> dict:
+    """How a recorded flow still moves over its last decade (the records with t >= t_end / 10):
+    the change of the error, of the share and of b - c (and of b and c, when given) from the
+    decade's first record to the last, and d(b - c) / d ln t (least squares over the decade)."""
+    t = np.asarray(t, dtype=np.float64)
+    if t.size < 2:
+        return {"t_from": None, "t_to": None, "error_from": None, "error_to": None,
+                "error_change": None, "share_change": None, "gap_change": None,
+                "gap_slope": None, "b_change": None, "c_change": None}
+    end = t[-1]
+    last = np.flatnonzero(t >= end / 10.0) if end > 0 else np.arange(t.size)
+    if last.size < 2:
+        last = np.arange(t.size - 2, t.size)
+    i0, i1 = int(last[0]), int(last[-1])
+    err, sh, gp = (np.asarray(x, dtype=np.float64) for x in (error, share, gap))
+    x = np.log1p(t[last])
+    x = x - x.mean()
+    den = float(x @ x)
+    slope = float(x @ (gp[last] - gp[last].mean()) / den) if den > 0 else 0.0
+    return {"t_from": float(t[i0]), "t_to": float(t[i1]), "error_from": float(err[i0]),
+            "error_to": float(err[i1]), "error_change": float(err[i1] - err[i0]),
+            "share_change": float(sh[i1] - sh[i0]), "gap_change": float(gp[i1] - gp[i0]),
+            "gap_slope": slope,
+            "b_change": None if b is None else float(b[i1] - b[i0]),
+            "c_change": None if c is None else float(c[i1] - c[i0])}
+
+
+def _flow(task: ScalingTask, cell: ScalingCell) -> dict:
+    """The flow at d to the horizon, its reading (limit class, horizon values, times to each
+    criterion, bookkeeping), its last point certified at tol(d) and its last decade's trend."""
+    s = _sizes(task, cell)
+    cfg = task.family.config(cell.d, s)
+    bayes = bayes_error(s["L"], s["C"], s["q"])
+    base = {**s, "bayes": bayes, "t_max": float(task.t_max)}
+    try:
+        res = run_flow(cfg, task.seed, t_max=task.t_max,
+                       max_configurations=task.max_configurations)
+    except ValueError as exc:
+        return {**base, "status": "ok", "reached": False, "reason": str(exc)}
+    tr = res.trajectory
+    reading = flow_reading(tr, bayes)
+    reading.pop("config", None)
+    series = {k: getattr(tr, k).tolist() for k in _FLOW_SERIES}
+    rec = {**base, "status": tr.status, "reading": reading, "series": series,
+           "alpha0": float(tr.alpha[0]) if tr.t.size else None, "reached": False}
+    if not tr.t.size:
+        rec["reason"] = "the flow recorded nothing"
+        return rec
+    gap = (tr.b - tr.c).tolist()
+    rec["trend"] = flow_trend(tr.t, tr.error, tr.share, gap, tr.b, tr.c)
+    alpha, a, b, c = float(tr.alpha[-1]), float(tr.a[-1]), float(tr.b[-1]), float(tr.c[-1])
+    tol = task.tol_factor * bayes if bayes > 0 else 1e-12
+    cert = _certify(s, alpha, a, b, c, tol, task.max_configurations)
+    rec.update(alpha=alpha, a=a, b=b, c=c, **cert)
+    return rec
+
+
 def _sampled(task: ScalingTask, cell: ScalingCell) -> dict:
     s = _sizes(task, cell)
     cfg = task.family.config(cell.d, s, n_train=int(cell.N), n_test=SAMPLED_N_TEST,
@@ -390,6 +484,8 @@ def compute_cell(task: ScalingTask, cell: ScalingCell) -> dict:
         rec = _block(task, cell)
     elif cell.kind == "gd":
         rec = _gd(task, cell)
+    elif cell.kind == "flow":
+        rec = _flow(task, cell)
     elif cell.kind == "sampled":
         rec = _sampled(task, cell)
     else:
@@ -405,6 +501,11 @@ def _matches(rec: dict, cell: ScalingCell) -> bool:
 
 def gd_cells(ds: Sequence[int]) -> list[ScalingCell]:
     return [ScalingCell("gd", int(d)) for d in ds]
+
+
+def flow_cells(ds: Sequence[int]) -> list[ScalingCell]:
+    """The flows at ``ds``, the largest d first (the dearest cells start first)."""
+    return [ScalingCell("flow", int(d)) for d in sorted(ds, reverse=True)]
 
 
 def block_cells(ds: Sequence[int]) -> list[ScalingCell]:
@@ -453,12 +554,12 @@ def n_assoc(records: Sequence[dict], Ns: Sequence[int], n_seeds: int,
 
 # -- the three studies ----------------------------------------------------------------------
 #: The reproduction's reduced study (SPEC 6, item 7) and the quick smoke run.
-REDUCED = dict(gd_ks=(4, 5), block_max_k=6, sweep_ks=(3, 4, 5), sampled_ks=(4,),
-               ns=(250, 1000), seeds=3, max_steps=None)
+REDUCED = dict(gd_ks=(4, 5), flow_ks=(4, 5), block_max_k=6, sweep_ks=(3, 4, 5),
+               sampled_ks=(4,), ns=(250, 1000), seeds=3, max_steps=None)
 
 
-QUICK = dict(gd_ks=(4,), block_max_k=5, sweep_ks=(), sampled_ks=(), ns=(), seeds=0,
-             max_steps=1000)
+QUICK = dict(gd_ks=(4,), flow_ks=(4,), block_max_k=5, sweep_ks=(), sampled_ks=(), ns=(),
+             seeds=0, max_steps=1000)
 
 
 def _fit_pair(xs, ys) -> dict:
@@ -468,31 +569,36 @@ def _fit_pair(xs, ys) -> dict:
             "beta": loglog_fit([math.log(p[0]) for p in pts], [p[1] for p in pts])}
 
 
-def _study_a(cf_rows, block, gd, gd_ds) -> dict:
-    rows = []
-    for r in cf_rows:
-        d = r["d"]
-        b = block.get(d)
-        g = gd.get(d)
-        rows.append({"d": d, "k": math.log(d), "L": r["L"], "C": r["C"], "q": r["q"],
-                     "bayes": r["bayes"], "identity": r["sign_of_sum"],
-                     "uniform": r["sign_of_sum"],
-                     "block": _err(b), "shifted": _err(b), "gd": _err(g)})
-    by_d = {r["d"]: r for r in rows}
-    on = [by_d[d] for d in gd_ds if d in by_d]
-    ds = [r["d"] for r in on]
+def time_fits(rows: Sequence[dict], criteria: Sequence[str] = TIME_CRITERIA) -> dict:
+    """Per criterion, the fits of ln t against ln d (gamma) and ln ln d (beta) of the times to
+    it (``row["times"][criterion]``, a :func:`~..criteria.time_to` record, at ``row["d"]``).
 
-    def hi(name):
-        return [(r[name] or {}).get("error_high") if isinstance(r[name], dict) else r[name]
-                for r in on]
-    tests = {name: omega_test(ds, hi(name)) for name in ("gd", "identity", "uniform",
-                                                             "bayes", "block")}
-    all_ds = [r["d"] for r in rows]
-    full = {"bayes": omega_test(all_ds, [r["bayes"] for r in rows]),
-            "identity": omega_test(all_ds, [r["identity"] for r in rows])}
-    blk = [r for r in rows if r["block"] and r["block"].get("error_high")]
-    full["block"] = omega_test([r["d"] for r in blk], [r["block"]["error_high"] for r in blk])
-    return {"rows": rows, "gd_ds": list(gd_ds), "tests": tests, "tests_all_d": full}
+    A censored time (the criterion fails at the horizon) is listed in ``censored_d`` and left out
+    of the fit, as is a time of 0 (the criterion holds from the start: no logarithm), listed in
+    ``zero_d``; ``d`` and ``t`` are the points fitted. ``polylog_reading`` is SPEC 6 item 7 (b)'s
+    reading of phase times (gamma's 95 % interval below :data:`POLYLOG_GAMMA`, beta's bounded),
+    ``None`` without intervals (fewer than 3 points)."""
+    out = {}
+    for crit in criteria:
+        used, censored, zero = [], [], []
+        for r in rows:
+            x = (r.get("times") or {}).get(crit) or {}
+            if x.get("censored"):
+                censored.append(r["d"])
+            elif x.get("time") is None:
+                continue
+            elif x["time"] > 0:
+                used.append((r["d"], float(x["time"])))
+            else:
+                zero.append(r["d"])
+        pair = _fit_pair([u[0] for u in used], [u[1] for u in used])
+        g, b = pair["gamma"], pair["beta"]
+        polylog = None
+        if g and g.get("ci_high") is not None and b and b.get("ci_high") is not None:
+            polylog = bool(g["ci_high"] < POLYLOG_GAMMA)
+        out[crit] = {**pair, "d": [u[0] for u in used], "t": [u[1] for u in used],
+                     "censored_d": censored, "zero_d": zero, "polylog_reading": polylog}
+    return out
 
 
 def _err(rec):
@@ -507,7 +613,95 @@ def _err(rec):
             "steps": rec.get("steps")}
 
 
-def _study_b(gd_recs, sweep_recs) -> dict:
+def _flow_err(rec, tol_factor: float = TOL_FACTOR):
+    """A flow cell as study (a) reads it: the certified error at the horizon (as :func:`_err`),
+    the limit class, the horizon values, the times to each criterion, the last decade's trend,
+    and ``settled``: the flow ended at the horizon (or at a stationary point) and its error moved
+    by <= tol(d) over the last decade (so its error is its limit at the level claim 7 reads)."""
+    if rec is None:
+        return None
+    out = _err(rec)
+    rd = rec.get("reading") or {}
+    lim = rd.get("limit") or {}
+    hz = rd.get("horizon") or {}
+    times = rd.get("times") or {}
+    trend = rec.get("trend") or {}
+    ser = rec.get("series") or {}
+    if ser.get("t") and all(k in ser for k in ("error", "share", "b", "c")):
+        # read from the stored records (the same rule as the cell's own trend)
+        b, c = ser["b"], ser["c"]
+        trend = flow_trend(ser["t"], ser["error"], ser["share"],
+                           [x - y for x, y in zip(b, c)], b, c)
+    status = str(rec.get("status"))
+    tol = tol_factor * rec["bayes"] if rec.get("bayes") else None
+    change = trend.get("error_change")
+    ended = status == "ok" or status.startswith("stationary")
+    settled = bool(out["reached"] and ended and change is not None and tol is not None
+                   and abs(change) <= tol)
+    out.update(status=status, t_max=rec.get("t_max"), t_reached=rd.get("t_reached"),
+               limit=lim.get("class"), limit_alpha=lim.get("alpha"), slope_bc=lim.get("slope_bc"),
+               horizon={k: hz.get(k) for k in ("t", "error_over_bayes", "share", "topc",
+                                               "topc_rows", "gap_bc", "alpha")},
+               times={c: {"time": (times.get(c) or {}).get("time"),
+                          "censored": (times.get(c) or {}).get("censored")}
+                      for c in TIME_CRITERIA},
+               trend=trend, settled=settled, tol=tol, evaluations=rd.get("evaluations"),
+               max_rel_bound=rd.get("max_rel_bound"), complete=rd.get("complete"),
+               flow_seconds=rd.get("seconds"), seconds=rec.get("seconds"))
+    return out
+
+
+def _study_a(cf_rows, block, gd, gd_ds, flow=None, tol_factor: float = TOL_FACTOR) -> dict:
+    flow = flow or {}
+    rows = []
+    for r in cf_rows:
+        d = r["d"]
+        b = block.get(d)
+        g = gd.get(d)
+        rows.append({"d": d, "k": math.log(d), "L": r["L"], "C": r["C"], "q": r["q"],
+                     "bayes": r["bayes"], "identity": r["sign_of_sum"],
+                     "uniform": r["sign_of_sum"],
+                     "block": _err(b), "shifted": _err(b), "gd": _err(g),
+                     "flow": _flow_err(flow.get(d), tol_factor)})
+    by_d = {r["d"]: r for r in rows}
+
+    def hi(on, name):
+        return [(r[name] or {}).get("error_high") if isinstance(r[name], dict) or r[name] is None
+                else r[name] for r in on]
+
+    def tests_on(ds, names):
+        on = [by_d[d] for d in ds if d in by_d]
+        return {name: omega_test([r["d"] for r in on], hi(on, name)) for name in names}
+
+    names = ("flow", "gd", "identity", "uniform", "bayes", "block")
+    tests = tests_on(gd_ds, names)
+    # the flows beyond the declared range (k = 8): the same test on the longer range, beside it
+    flow_ds = sorted(d for d in flow if (by_d.get(d, {}).get("flow") or {}).get("reached"))
+    ext_ds = sorted(set(gd_ds) | set(flow_ds))
+    tests_ext = (tests_on(ext_ds, ("flow", "identity", "uniform", "bayes"))
+                 if ext_ds != sorted(gd_ds) and set(gd_ds) <= set(flow_ds) else None)
+    all_ds = [r["d"] for r in rows]
+    full = {"bayes": omega_test(all_ds, [r["bayes"] for r in rows]),
+            "identity": omega_test(all_ds, [r["identity"] for r in rows])}
+    blk = [r for r in rows if r["block"] and r["block"].get("error_high")]
+    full["block"] = omega_test([r["d"] for r in blk], [r["block"]["error_high"] for r in blk])
+    return {"rows": rows, "gd_ds": list(gd_ds), "flow_ds": flow_ds, "tests": tests,
+            "tests_extended": tests_ext, "extended_ds": ext_ds if tests_ext else None,
+            "tests_all_d": full}
+
+
+def _series_of(rec: dict) -> dict | None:
+    """The records a figure draws of a flow: t, error / Bayes, share (t > 0)."""
+    ser = rec.get("series") or {}
+    if not ser.get("t") or not rec.get("bayes"):
+        return None
+    keep = [i for i, t in enumerate(ser["t"]) if t > 0]
+    return {"t": [ser["t"][i] for i in keep],
+            "error_over_bayes": [ser["error"][i] / rec["bayes"] for i in keep],
+            "share": [ser["share"][i] for i in keep]}
+
+
+def _study_b(gd_recs, sweep_recs, flow_recs=(), budget=None) -> dict:
     def row(r):
         return {"d": r["d"], "L": r["L"], "C": r["C"], "D": r["D"], "steps": r.get("steps"),
                 "t_alpha": r.get("t_alpha"), "t_share": r.get("t_share"),
@@ -522,9 +716,30 @@ def _study_b(gd_recs, sweep_recs) -> dict:
     polylog = None
     g = (fits_d.get("t_share") or {}).get("gamma")
     if g and g.get("ci_high") is not None:
-        polylog = bool(g["ci_high"] < 0.25)
+        polylog = bool(g["ci_high"] < POLYLOG_GAMMA)
+    frows = []
+    for r in flow_recs:
+        rd = r.get("reading") or {}
+        if not rd.get("times"):
+            continue
+        frows.append({"d": r["d"], "L": r["L"], "C": r["C"], "D": r["D"],
+                      "status": r.get("status"), "t_reached": rd.get("t_reached"),
+                      "budget": budget(r["d"]) if budget else None,
+                      "times": {c: {"time": rd["times"][c]["time"],
+                                    "censored": rd["times"][c]["censored"]}
+                                for c in TIME_CRITERIA},
+                      "series": _series_of(r)})
+    frows.sort(key=lambda x: x["d"])
+    flow = {"rows": frows, "fits": time_fits(frows), "criteria": list(TIME_CRITERIA),
+            "per_decade": PER_DECADE,
+            "resolution": 10.0 ** (1.0 / PER_DECADE),
+            "note": ("a time is the first recorded time from which the criterion holds up to the "
+                     "horizon; records are log-spaced, so it is an upper end within a factor "
+                     f"10^(1/{PER_DECADE}) of the first time; censored times are left out of "
+                     "the fits")}
     return {"vs_d": vs_d, "fits_d": fits_d, "vs_D": vs_D, "fits_D": fits_D,
-            "sweep_d": vs_D[0]["d"] if vs_D else None, "polylog_reading": polylog}
+            "sweep_d": vs_D[0]["d"] if vs_D else None, "polylog_reading": polylog,
+            "flow": flow}
 
 
 def _study_c(recs, ds, Ns, n_seeds, family) -> dict:
@@ -540,9 +755,9 @@ def _study_c(recs, ds, Ns, n_seeds, family) -> dict:
     return {"per_d": per_d, "Ns": list(Ns), "seeds": n_seeds, "fit": fit}
 
 
-def compute(out: Path, *, family=None, ks=None, gd_ks=None, block_max_k=None, sweep_ks=None,
-            sampled_ks=None, ns=None, seeds=None, steps_per_log=None, max_steps=None,
-            seed: int = 0, jobs: int = 1, dask=None,
+def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_max_k=None,
+            sweep_ks=None, sampled_ks=None, ns=None, seeds=None, steps_per_log=None,
+            max_steps=None, t_max=None, seed: int = 0, jobs: int = 1, dask=None,
             progress: bool = False, mode: str = "full") -> dict:
     """Run the three studies into ``out`` (cells resumable); the JSON-ready summary (saved as
     ``out/scaling/scaling.json``; its figures are drawn from it)."""
@@ -552,6 +767,7 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, block_max_k=None, sw
     preset = {"quick": QUICK, "reduced": REDUCED}.get(mode, {})
     ks = tuple(KS if ks is None else ks)
     gd_ks = tuple(preset.get("gd_ks", GD_KS) if gd_ks is None else gd_ks)
+    flow_ks = tuple(preset.get("flow_ks", FLOW_KS) if flow_ks is None else flow_ks)
     sweep_ks = tuple(preset.get("sweep_ks", D_SWEEP_KS) if sweep_ks is None else sweep_ks)
     sampled_ks = tuple(preset.get("sampled_ks", SAMPLED_KS) if sampled_ks is None
                        else sampled_ks)
@@ -561,8 +777,11 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, block_max_k=None, sw
         block_max_k = preset.get("block_max_k", max(ks) if ks else 0)
     max_steps = preset.get("max_steps") if max_steps is None else max_steps
     steps_per_log = STEPS_PER_LOG if steps_per_log is None else float(steps_per_log)
+    t_max = FLOW_T_MAX if t_max is None else float(t_max)
     if not (steps_per_log > 0 and math.isfinite(steps_per_log)):
         raise ValueError(f"steps-per-log must be a positive number, got {steps_per_log!r}")
+    if not (t_max > 0 and math.isfinite(t_max)):
+        raise ValueError(f"t-max must be a positive number of steps, got {t_max!r}")
     if max_steps is not None and max_steps < 1:
         raise ValueError(f"max-steps must be >= 1, got {max_steps!r}")
     if seeds < 0:
@@ -575,47 +794,63 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, block_max_k=None, sw
         raise ValueError("the sampled study needs --ns and --seeds >= 1 (or --sampled-ks '')")
     ds = grid_d(ks)
     gd_ds = grid_d(gd_ks) if gd_ks else []
+    flow_ds = grid_d(flow_ks) if flow_ks else []
     block_ds = [d for d, k in zip(ds, ks) if k <= block_max_k]
     sweep_d = grid_d([D_SWEEP_AT])[0]
     sampled_ds = grid_d(sampled_ks) if sampled_ks else []
     task = ScalingTask(family=family, seed=int(seed), steps_per_log=steps_per_log,
-                          max_steps=max_steps, folder=str(out / "scaling"))
+                       max_steps=max_steps, t_max=t_max, folder=str(out / "scaling"))
     sweep = sweep_cells(sweep_d, sweep_ks, family)
-    cells = list(dict.fromkeys(block_cells(block_ds) + gd_cells(gd_ds) + sweep
-                               + sampled_cells(sampled_ds, ns, range(seed, seed + seeds))))
-    cf_rows = closed_forms(family, ds)
+    # the flows first, the dearest first: they set the wall time with several jobs
+    cells = list(dict.fromkeys(flow_cells(flow_ds) + block_cells(block_ds) + gd_cells(gd_ds)
+                               + sweep + sampled_cells(sampled_ds, ns,
+                                                       range(seed, seed + seeds))))
+    cf_rows = closed_forms(family, sorted(set(ds) | set(flow_ds)))
     res = run_study_cells(task, cells, out / "scaling" / "cells", jobs=jobs, dask=dask,
-                             progress=progress)
+                          progress=progress)
     recs = res["records"]
     block = {c.d: recs[c.key] for c in cells if c.kind == "block" and c.key in recs}
     gd = {c.d: recs[c.key] for c in cells if c.kind == "gd" and not c.L and c.key in recs}
+    flow = {c.d: recs[c.key] for c in cells if c.kind == "flow" and c.key in recs}
     sweep = [recs[c.key] for c in sweep if c.key in recs]
     sampled = [recs[c.key] for c in cells if c.kind == "sampled" and c.key in recs]
-    a = _study_a(cf_rows, block, gd, gd_ds)
-    b = _study_b([gd[d] for d in gd_ds if d in gd], sweep)
+    a = _study_a(cf_rows, block, gd, gd_ds, flow, task.tol_factor)
+    b = _study_b([gd[d] for d in gd_ds if d in gd], sweep,
+                 [flow[d] for d in flow_ds if d in flow], budget=task.steps)
     c = _study_c(sampled, sampled_ds, ns, seeds, family) if sampled_ds else None
     reasons = []
     if mode != "full":
         reasons.append(f"{mode} run")
     if tuple(gd_ks) != GD_KS:
-        reasons.append(f"GD range k = {list(gd_ks)}, not the declared {list(GD_KS)}")
+        reasons.append(f"range k = {list(gd_ks)}, not the declared {list(GD_KS)}")
     if family != Family():
         reasons.append("not the declared family")
-    if steps_per_log != STEPS_PER_LOG or max_steps is not None:
-        reasons.append("not the declared GD step budget")
+    if t_max != FLOW_T_MAX:
+        reasons.append(f"flow horizon {t_max:g}, not the declared {FLOW_T_MAX:g}")
     if seed != 0:
         reasons.append(f"seed {seed}, not the declared seed 0")
-    missing = [r["d"] for r in a["rows"] if r["d"] in gd_ds and not (r["gd"] or {}).get("reached")]
+    missing = [r["d"] for r in a["rows"]
+               if r["d"] in gd_ds and not (r["flow"] or {}).get("reached")]
     if missing:
-        reasons.append(f"GD not certified at d = {missing}")
+        reasons.append(f"flow not certified at the horizon at d = {missing}")
+    budget_missing = [r["d"] for r in a["rows"]
+                      if r["d"] in gd_ds and not (r["gd"] or {}).get("reached")]
+    budget_note = []
+    if steps_per_log != STEPS_PER_LOG or max_steps is not None:
+        budget_note.append("not the declared GD step budget")
+    if budget_missing:
+        budget_note.append(f"budget GD not certified at d = {budget_missing}")
     summary = {"family": {"L_rule": family.L_rule, "C_rule": family.C_rule,
                           "q_rule": family.q_rule, "kappa_rule": family.kappa_rule},
                "mode": mode, "seed": seed, "ks": list(ks), "gd_ks": list(gd_ks),
+               "flow_ks": list(flow_ks), "t_max": t_max, "per_decade": PER_DECADE,
                "steps_per_log": steps_per_log, "max_steps": max_steps,
                "tol_factor": TOL_FACTOR, "traj_tol": TRAJ_TOL, "min_rise": MIN_RISE,
                "a": a, "b": b, "c": c, "preview_reasons": reasons, "preview": bool(reasons),
+               "budget_note": budget_note,
                "cells": {"computed": len(res["computed"]), "reused": len(res["reused"])},
                "cell_cpu_seconds": sum(float(r.get("cpu_seconds", 0.0)) for r in recs.values()),
+               "flow_cpu_seconds": sum(float(r.get("cpu_seconds", 0.0)) for r in flow.values()),
                "out": str(out), "figures": []}
     summary["claim7"] = claim7(summary)
     summary.update(seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
@@ -623,55 +858,182 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, block_max_k=None, sw
     return summary
 
 
-# -- claim 7 and readings -------------------------------------------------------------------------
+# -- claim 7, its cause and readings ------------------------------------------------------------
+def _exps(test: dict | None) -> str:
+    ex = (test or {}).get("exponents") or []
+    return "[" + ", ".join(_num(x) for x in ex) + "]"
+
+
+def _flows_on(summary: dict) -> list[dict]:
+    """The rows of study (a) on the declared range (its ``gd_ds``), in order of d."""
+    a = summary.get("a") or {}
+    ds = set(a.get("gd_ds") or [])
+    return [r for r in a.get("rows") or [] if r["d"] in ds]
+
+
+def _moving_text(r: dict) -> str:
+    f = r.get("flow") or {}
+    if not f:
+        return f"d = {r['d']}: no flow"
+    if not f.get("reached"):
+        return f"d = {r['d']}: no certified flow ({f.get('reason')})"
+    tr = f.get("trend") or {}
+    bayes = r["bayes"]
+    parts = [f"d = {r['d']}"]
+    if not (f["status"] == "ok" or f["status"].startswith("stationary")):
+        parts.append(f"flow {f['status']} (horizon {_num(f.get('t_max'), '{:.0e}')})")
+    if tr.get("error_from") is not None:
+        parts.append(f"error {tr['error_from'] / bayes:.4g} -> {tr['error_to'] / bayes:.4g} x "
+                     f"Bayes over t = {tr['t_from']:.2g} .. {tr['t_to']:.2g} (change "
+                     f"{tr['error_change'] / bayes:+.2e} x Bayes, tol(d) = "
+                     f"{_tol_text(f, bayes)} x Bayes), share {tr['share_change']:+.2e}, "
+                     f"b - c slope {_num(tr.get('gap_slope'))} per unit ln t")
+    parts.append(f"limit class {f.get('limit')}")
+    return f"{parts[0]}: " + "; ".join(parts[1:])
+
+
+def _tol_text(f: dict, bayes: float) -> str:
+    return _num((f.get("tol") or 0.0) / bayes if bayes else None, "{:.0e}")
+
+
+def cause_of(summary: dict) -> dict | None:
+    """What a FAIL of claim 7 says (SPEC 6: what a FAIL says), ``{"code", "why"}``, or ``None``
+    when the rule holds.
+
+    (iii) a control (identity or uniform) passes the rule; else (i) a flow on the declared range
+    did not reach the horizon, or its error still moved over the last decade by more than tol(d)
+    (not settled, :func:`_flow_err`): the trend of each such flow; else (ii) every flow settled
+    at its limit and the limit errors themselves fail the rule (their local exponents)."""
+    a = summary.get("a") or {}
+    tests = a.get("tests") or {}
+    flow = tests.get("flow") or {}
+    passing = [k for k in ("identity", "uniform") if (tests.get(k) or {}).get("passed")]
+    if flow.get("passed") and not passing:
+        return None
+    if passing:
+        return {"code": "iii", "why": "; ".join(
+            f"{k} attention passes the rule: local exponents {_exps(tests[k])} (rise "
+            f"{_num(tests[k].get('rise'))})" for k in passing)}
+    rows = _flows_on(summary)
+    moving = [r for r in rows if not (r.get("flow") or {}).get("settled")]
+    if moving:
+        return {"code": "i", "why": "; ".join(_moving_text(r) for r in moving)}
+    limits = ", ".join(f"{(r['flow'] or {}).get('limit')}" for r in rows)
+    ratios = ", ".join(_ratio(r['flow']['error_high'] / r['bayes']) for r in rows)
+    why = (f"the flows settled (error moved <= tol(d) over the last decade at every d; limit "
+           f"classes {limits}); their certified errors, {ratios} x Bayes, have local exponents "
+           f"{_exps(flow)} (rise {_num(flow.get('rise'))}): "
+           + ("not increasing at every pair" if not flow.get("increasing")
+              else f"rise below {summary.get('min_rise')}"))
+    return {"code": "ii", "why": why}
+
+
 def claim7(summary: dict) -> dict:
-    """SPEC claim 7 by the declared rule: on the declared GD range the local exponent of GD's
-    certified error increases at every pair and by >= MIN_RISE overall, and both controls
-    (identity, uniform) fail that test; the Bayes error must pass it (else no verdict).
-    A reduced or quick run is a preview, never a pass or a fail."""
+    """SPEC claim 7 by the declared rule, read at the declared horizon: on the declared range
+    the local exponent of GD's certified error (the flow's error at t_max = 1e15, certified at
+    tol(d)) increases at every pair and by >= MIN_RISE overall, and both controls (identity,
+    uniform) fail that test; the Bayes error must pass it (else no verdict). The fixed-budget
+    GD reading (ceil(1000 ln d) steps) is reported beside it, never as the verdict. A reduced or
+    quick run is a preview, never a pass or a fail. A rule that fails carries its ``cause``
+    (:func:`cause_of`)."""
     a = summary.get("a") or {}
     tests = a.get("tests") or {}
     reasons = list(summary.get("preview_reasons") or [])
+    flow = tests.get("flow") or {}
     gd = tests.get("gd") or {}
     controls = {k: bool((tests.get(k) or {}).get("passed")) for k in ("identity", "uniform")}
     bayes_ok = bool((tests.get("bayes") or {}).get("passed"))
     few = (tests.get("bayes") or {}).get("points", 0) < 3
     if few:
-        reasons.append("fewer than 3 GD points: no exponent trend to read")
+        reasons.append("fewer than 3 points: no exponent trend to read")
     elif not bayes_ok:
         reasons.append("the Bayes error itself fails the test: the family does not meet the "
                        "paper's assumption on this range")
-    rule = bool(gd.get("passed")) and not any(controls.values())
+    rule = bool(flow.get("passed")) and not any(controls.values())
     decided = not reasons
-    ex = gd.get("exponents") or []
-    fmt = ", ".join("n/a" if x is None else f"{x:.2f}" for x in ex)
-    detail = (f"GD local exponents over d = {a.get('gd_ds')}: [{fmt}] "
-              f"(rise {_num(gd.get('rise'))}, needs increasing and >= {summary.get('min_rise')}); "
-              f"controls identity {'PASS (fails the claim)' if controls['identity'] else 'fail'}, "
+    rows = _flows_on(summary)
+    ratios = [((r.get("flow") or {}).get("error_high") / r["bayes"]
+               if (r.get("flow") or {}).get("reached") else None) for r in rows]
+    budget = [((r.get("gd") or {}).get("error_high") / r["bayes"]
+               if (r.get("gd") or {}).get("reached") else None) for r in rows]
+    limits = [(r.get("flow") or {}).get("limit") for r in rows]
+    horizon = _num(summary.get("t_max"), "{:.0e}")
+    detail = (f"flow at the horizon t = {horizon} over d = {a.get('gd_ds')}: certified error "
+              f"[{', '.join(_ratio(x) for x in ratios)}] x Bayes, local exponents "
+              f"{_exps(flow)} (rise {_num(flow.get('rise'))}, needs increasing and >= "
+              f"{summary.get('min_rise')}); limit classes {', '.join(map(str, limits))}; "
+              f"beside it, GD within "
+              f"ceil({summary.get('steps_per_log', STEPS_PER_LOG):g} ln d) steps: "
+              f"[{', '.join(_ratio(x) for x in budget)}] x Bayes, exponents {_exps(gd)}"
+              f" -> {'holds' if gd.get('passed') else 'fails'} within the budget; controls "
+              f"identity {'PASS (fails the claim)' if controls['identity'] else 'fail'}, "
               f"uniform {'PASS (fails the claim)' if controls['uniform'] else 'fail'}; "
               f"Bayes {'passes' if bayes_ok else 'fails' if few is False else 'n/a'}")
+    ext = a.get("tests_extended")
+    if ext:
+        detail += (f"; extended to d = {a.get('extended_ds')} (beside the verdict): flow "
+                   f"exponents {_exps(ext.get('flow'))} -> "
+                   f"{'holds' if (ext.get('flow') or {}).get('passed') else 'fails'}")
     if reasons:
         detail += f"; not a verdict ({'; '.join(reasons)})"
-    return {"claim": "scaling: along the declared family, the population-GD solution's certified "
-                     "error falls faster than any fixed power of d (local exponent increasing), "
-                     "identity and uniform attention do not",
+    # no exponent trend (fewer than 3 points): nothing failed, so no cause to name
+    cause = None if rule or few else cause_of(summary)
+    status = ("pass" if rule else "fail") if decided else "preview"
+    return {"claim": "scaling: along the declared family, GD's certified error at the declared "
+                     "horizon (the exact flow to t = 1e15) falls faster than any fixed power of "
+                     "d (local exponent increasing), identity and uniform attention do not",
             "passed": bool(rule and decided),
-            "measured": {"gd_exponents": ex, "gd_rise": gd.get("rise"),
-                         "gd_increasing": gd.get("increasing"), "controls_pass": controls,
-                         "bayes_passes": bayes_ok},
+            "measured": {"flow_exponents": flow.get("exponents"), "flow_rise": flow.get("rise"),
+                         "flow_increasing": flow.get("increasing"),
+                         "flow_error_over_bayes": ratios, "flow_limits": limits,
+                         "budget_exponents": gd.get("exponents"), "budget_rise": gd.get("rise"),
+                         "budget_passes": bool(gd.get("passed")),
+                         "budget_error_over_bayes": budget, "controls_pass": controls,
+                         "bayes_passes": bayes_ok,
+                         "extended": ({"ds": a.get("extended_ds"),
+                                       "flow_exponents": (ext.get("flow") or {}).get("exponents"),
+                                       "flow_passes": bool((ext.get("flow") or {}).get("passed"))}
+                                      if ext else None)},
             "threshold": {"increasing": True, "min_rise": summary.get("min_rise"),
-                          "gd_ks": [4, 5, 6, 7]},
-            "rule_holds": rule, "verdict": decided, "detail": detail,
-            "status": ("pass" if rule else "fail") if decided else "preview"}
+                          "gd_ks": list(GD_KS), "t_max": FLOW_T_MAX},
+            "rule_holds": rule, "verdict": decided, "detail": detail, "cause": cause,
+            "status": status}
 
 
 def _num(x, fmt="{:.2f}") -> str:
     return "n/a" if x is None else fmt.format(x)
 
 
+def _ratio(x) -> str:
+    """An error over Bayes: six decimals near 1 (where the flows end), three digits else."""
+    if x is None:
+        return "n/a"
+    return f"{x:.6f}" if abs(x - 1.0) < 0.01 else f"{x:.3g}"
+
+
 def _end(test: dict, i: int) -> str:
     ex = test.get("exponents") or []
     return _num(ex[i]) if ex else "n/a"
+
+
+def _fit_text(fit: dict | None, digits: int = 2) -> str:
+    if not fit:
+        return "no fit"
+    f = "{:." + str(digits) + "f}"
+    if fit.get("ci_low") is None:
+        return f"{f.format(fit['slope'])} ({fit['n']} points, no interval)"
+    return (f"{f.format(fit['slope'])} +- {f.format(fit['se'])} (95 % "
+            f"[{f.format(fit['ci_low'])}, {f.format(fit['ci_high'])}], {fit['n']} points)")
+
+
+_CRIT_WORDS = {"def22": "Def. 2.2 in every row", "share": "share >= 0.9",
+               "error": "error <= 1.3 x Bayes + bound", "all": "all three"}
+
+
+def _time_text(x: dict) -> str:
+    if x.get("censored"):
+        return "censored"
+    return "n/a" if x.get("time") is None else f"{x['time']:.3g}"
 
 
 def readings(s: dict) -> dict[str, str]:
@@ -683,19 +1045,50 @@ def readings(s: dict) -> dict[str, str]:
         first, last = rows[0], rows[-1]
         c7 = claim7(s)
         t = a["tests"]
+        fl = [r for r in rows if (r.get("flow") or {}).get("reached")]
         ga = [r for r in rows if r["gd"] and r["gd"].get("reached")]
+        flow_text = ""
+        if fl:
+            flow_text = (f"GD's solution at the declared horizon (the exact flow to t = "
+                         f"{_num(s.get('t_max'), '{:.0e}')} GD steps, certified at tol(d) = "
+                         f"{s.get('tol_factor', TOL_FACTOR):g} x Bayes): error "
+                         + ", ".join(f"{r['flow']['error_high']:.3e} "
+                                     f"({_ratio(r['flow']['error_high'] / r['bayes'])} x Bayes, "
+                                     f"{r['flow']['limit']}) at d = {r['d']}" for r in fl)
+                         + f"; local exponents on the declared range {_exps(t.get('flow'))}. ")
+            odd = [r for r in fl if r["flow"]["limit"] != "association"]
+            for r in odd:
+                f, tr = r["flow"], r["flow"].get("trend") or {}
+                flow_text += (f"At d = {r['d']} the limit class is {f['limit']}: over the last "
+                              f"decade b - c moved with slope {_num(f.get('slope_bc'))} per unit "
+                              f"ln t (to {_num(f['horizon'].get('gap_bc'))}; b by "
+                              f"{_num(tr.get('b_change'), '{:+.2f}')}, c by "
+                              f"{_num(tr.get('c_change'), '{:+.2f}')}), the share by "
+                              f"{_num(tr.get('share_change'), '{:+.1e}')} and the error by "
+                              f"{_num((tr.get('error_change') or 0.0) / r['bayes'], '{:+.1e}')} x "
+                              f"Bayes ({'settled' if f.get('settled') else 'still moving'} at "
+                              f"tol(d)). ")
+            ext = a.get("tests_extended")
+            if ext:
+                flow_text += (f"With d = {a['extended_ds'][-1]} added (beside the verdict): "
+                              f"{_exps(ext.get('flow'))}. ")
         gd_text = ""
         if len(ga) == 1:
-            gd_text = (f"The GD solution's certified error is {ga[0]['gd']['error_high']:.2e} at "
-                       f"d = {ga[0]['d']} ({ga[0]['gd']['error_high'] / ga[0]['bayes']:.2f} x "
-                       "Bayes), one point: no exponent. ")
+            gd_text = (f"Beside it, GD within the budget ceil({s.get('steps_per_log', 1000):g} "
+                       f"ln d) steps: {ga[0]['gd']['error_high']:.2e} at d = {ga[0]['d']} "
+                       f"({ga[0]['gd']['error_high'] / ga[0]['bayes']:.2f} x Bayes), one "
+                       "point. ")
         elif ga:
-            gd_text = ("The GD solution's certified error goes from "
-                       f"{ga[0]['gd']['error_high']:.2e} at d = {ga[0]['d']} to "
-                       f"{ga[-1]['gd']['error_high']:.2e} at d = {ga[-1]['d']} "
-                       f"({ga[-1]['gd']['error_high'] / ga[-1]['bayes']:.2f} x Bayes there); its "
-                       "local exponents are ["
-                       + ", ".join(_num(x) for x in t["gd"]["exponents"]) + "]. ")
+            gd_text = ("Beside it, GD within the budget ceil("
+                       f"{s.get('steps_per_log', 1000):g} ln d) steps: "
+                       + ", ".join(_ratio(r['gd']['error_high'] / r['bayes']) for r in ga)
+                       + f" x Bayes at d = {', '.join(str(r['d']) for r in ga)}, local "
+                       f"exponents {_exps(t.get('gd'))} (a reading within a budget, not the "
+                       "verdict). ")
+        cause = ""
+        if c7.get("cause"):
+            cs = c7["cause"]
+            cause = f" Cause ({cs['code']}) {CAUSES[cs['code']]}: {cs['why']}."
         out["scaling_error"] = (
             f"Along L = C = round(ln d), q = ln d / D: the Bayes error falls from "
             f"{first['bayes']:.2e} at d = {first['d']} to {last['bayes']:.2e} at d = {last['d']} "
@@ -703,37 +1096,64 @@ def readings(s: dict) -> dict[str, str]:
             f"{_end(a['tests_all_d']['bayes'], -1)}), identity and uniform attention "
             f"only from {first['identity']:.2e} to {last['identity']:.2e} (exponents "
             f"{_end(a['tests_all_d']['identity'], 0)} to "
-            f"{_end(a['tests_all_d']['identity'], -1)}). " + gd_text
-            + f"Claim 7: {c7['status']} ({c7['detail']}).")
+            f"{_end(a['tests_all_d']['identity'], -1)}). " + flow_text + gd_text
+            + f"Claim 7: {c7['status']}.{cause}")
     b = s.get("b")
-    if b and b["vs_d"]:
-        fd = b["fits_d"]["t_share"]
-        g, be = fd.get("gamma"), fd.get("beta")
-        txt = (f"Phase times along the family: t_alpha "
-               + ", ".join(str(r["t_alpha"]) for r in b["vs_d"]) + " and t_share "
-               + ", ".join(str(r["t_share"]) for r in b["vs_d"]) + " steps at d = "
-               + ", ".join(str(r["d"]) for r in b["vs_d"]) + "; final share "
-               + ", ".join(_num(r["share_final"]) for r in b["vs_d"]) + ". ")
-        if g:
-            txt += (f"t_share ~ d^gamma with gamma = {g['slope']:.3f}"
-                    + (f" [{g['ci_low']:.3f}, {g['ci_high']:.3f}]" if g["ci_low"] is not None
-                       else " (2 points, no interval)")
-                    + f", ~ (ln d)^beta with beta = {be['slope']:.2f}. ")
-        if b["polylog_reading"] is not None:
-            txt += ("The 95 % interval of gamma lies below 0.25: consistent with polylog(d). "
-                    if b["polylog_reading"] else
-                    "The 95 % interval of gamma reaches 0.25: not shown to be polylog(d). ")
-        sh = [r["share_final"] for r in b["vs_d"] if r["share_final"] is not None]
-        if len(sh) >= 2 and all(y < x for x, y in zip(sh, sh[1:])):
-            txt += (f"But the final share after T(d) = ceil({s.get('steps_per_log', 1000):g} ln d)"
-                    f"{' (capped)' if s.get('max_steps') else ''} steps falls at every d, "
-                    f"from {sh[0]:.2f} to {sh[-1]:.2f}: t_share marks half the way to a final "
-                    f"value that shrinks, so within the declared budget GD associates less as d "
-                    f"grows. ")
+    if b:
+        txt = ""
+        fb = b.get("flow") or {}
+        if fb.get("rows"):
+            ds = [r["d"] for r in fb["rows"]]
+            txt += f"Time to each criterion along the flows (GD steps, d = {ds}): "
+            parts = []
+            for crit in TIME_CRITERIA:
+                times = ", ".join(_time_text(r["times"][crit]) for r in fb["rows"])
+                f = fb["fits"][crit]
+                fit = ""
+                if f["gamma"]:
+                    fit = (f"; gamma = {_fit_text(f['gamma'])}, beta = {_fit_text(f['beta'])}")
+                    if f["polylog_reading"] is not None:
+                        fit += ("; reads as polylog(d)" if f["polylog_reading"]
+                                else "; not polylog(d) by the SPEC 6 (b) reading (gamma's "
+                                     f"interval reaches {POLYLOG_GAMMA})")
+                if f["censored_d"]:
+                    fit += f"; censored at d = {f['censored_d']} (left out of the fit)"
+                if f["zero_d"]:
+                    fit += f"; 0 at d = {f['zero_d']} (left out)"
+                parts.append(f"{_CRIT_WORDS[crit]}: {times}{fit}")
+            txt += "; ".join(parts) + ". "
+            short = [r for r in fb["rows"] if r.get("budget") and not r["times"]["error"]
+                     ["censored"] and r["times"]["error"]["time"] > r["budget"]]
+            if short:
+                txt += ("The budget T(d) = ceil(1000 ln d) falls short of the time to 1.3 x "
+                        "Bayes at d = " + ", ".join(
+                            f"{r['d']} ({r['budget']} < {r['times']['error']['time']:.3g})"
+                            for r in short) + ". ")
+            txt += f"Times are read on records {fb['per_decade']} per decade (upper ends). "
+        if b["vs_d"]:
+            fd = b["fits_d"]["t_share"]
+            g, be = fd.get("gamma"), fd.get("beta")
+            txt += (f"Beside them, GD within the budget: phase times t_alpha "
+                    + ", ".join(str(r["t_alpha"]) for r in b["vs_d"]) + " and t_share "
+                    + ", ".join(str(r["t_share"]) for r in b["vs_d"]) + " steps at d = "
+                    + ", ".join(str(r["d"]) for r in b["vs_d"]) + "; final share "
+                    + ", ".join(_num(r["share_final"]) for r in b["vs_d"]) + ". ")
+            if g:
+                txt += (f"t_share ~ d^gamma with gamma = {g['slope']:.3f}"
+                        + (f" [{g['ci_low']:.3f}, {g['ci_high']:.3f}]" if g["ci_low"] is not None
+                           else " (2 points, no interval)")
+                        + f", ~ (ln d)^beta with beta = {be['slope']:.2f}. ")
+            sh = [r["share_final"] for r in b["vs_d"] if r["share_final"] is not None]
+            if len(sh) >= 2 and all(y < x for x, y in zip(sh, sh[1:])):
+                txt += (f"The final share after T(d) = ceil({s.get('steps_per_log', 1000):g} "
+                        f"ln d){' (capped)' if s.get('max_steps') else ''} steps falls at "
+                        f"every d, from {sh[0]:.2f} to {sh[-1]:.2f}: within the budget GD "
+                        f"associates less as d grows. ")
         if b["vs_D"]:
-            txt += (f"At d = {b['sweep_d']}, t_share = "
+            txt += (f"At d = {b['sweep_d']}, budget GD's t_share = "
                     + ", ".join(f"{r['t_share']} (D = {r['D']})" for r in b["vs_D"]) + ".")
-        out["scaling_dynamics"] = txt
+        if txt:
+            out["scaling_dynamics"] = txt.strip()
     c = s.get("c")
     if c:
         parts = []
@@ -761,13 +1181,25 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
 
 
 def verdict(root: Path) -> dict:
-    """Claim 7 from a reproduction folder: :func:`claim7` on the ``scaling`` step's summary."""
-    return from_step(root, "7", "scaling", claim7, CLAIM,
-                     "no scaling result (run `patchassoc scaling`)")
+    """Claim 7 from a reproduction folder: :func:`claim7` on the ``scaling`` step's summary,
+    a FAIL with its cause (a preview keeps it in ``values['preview_cause']``)."""
+    got: dict = {}
+
+    def rule(summary):
+        got.update(claim7(summary))
+        return got
+
+    rec = from_step(root, "7", "scaling", rule, CLAIM,
+                    "no scaling result (run `patchassoc scaling`)")
+    cause = got.get("cause")
+    if cause:
+        rec = with_cause(rec, cause["code"], cause["why"])
+    return rec
 
 
 STUDY = Study(
     name="scaling", claim="7", verdict=verdict, readings=readings,
-    what="claim 7, reduced: errors and phase times against d along the declared family",
+    what="claim 7, reduced: errors at the flow's horizon and times to each criterion against d "
+         "along the declared family",
     run=reproduce, cost=25, kernels=("exact", "sampled"),
     figures=("scaling_error", "scaling_dynamics", "scaling_sampled"))

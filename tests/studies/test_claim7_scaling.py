@@ -1,6 +1,7 @@
 """The scaling studies' machinery (claim 7): the family, the fits, the d^(-omega(1)) test,
 the bookkeeping of claim 7, the cells' resumption and the CLI's bad input. No test asserts that
 claim 7 passes on real runs."""
+import json
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from patchassoc.simulations.studies import claim7_scaling as sc
 from patchassoc.cli.main import main
 from patchassoc.simulations.studies import claim7_scaling as cmd
+from patchassoc.simulations.studies.verdicts import CAUSES
 from tests.studies.claim7_tolerances import BAYES_REL, FIT_SLOPE_EXACT_ABS
 
 
@@ -84,13 +86,32 @@ def test_local_exponents_of_a_power_and_of_a_superpolynomial_decay():
 
 
 # -- claim 7 bookkeeping ---------------------------------------------------------------------------
-def _summary(gd, control, bayes=None, reasons=()):
+def _flow_row(d, bayes, error, settled=True, status="ok", limit="association"):
+    """A study-(a) row whose flow ended at ``error`` (``settled``: moved <= tol(d) over the last
+    decade; else it fell by 10 x tol(d) there)."""
+    tol = sc.TOL_FACTOR * bayes
+    change = 0.0 if settled else -10.0 * tol
+    return {"d": d, "bayes": bayes,
+            "flow": {"reached": True, "error": error, "bound": 0.0, "error_high": error,
+                     "status": status, "limit": limit, "settled": settled, "tol": tol,
+                     "t_max": sc.FLOW_T_MAX,
+                     "trend": {"t_from": 1e14, "t_to": 1e15, "error_from": error - change,
+                               "error_to": error, "error_change": change,
+                               "share_change": 0.01, "gap_change": 1.0, "gap_slope": 0.4}},
+            "gd": {"reached": True, "error_high": 2.0 * error}}
+
+
+def _summary(flow, control, bayes=None, reasons=(), budget=None, settled=True):
     ds = sc.grid_d(sc.GD_KS)
     bayes = bayes or [math.exp(-math.log(d) ** 2) for d in ds]
-    tests = {"gd": sc.omega_test(ds, gd), "identity": sc.omega_test(ds, control),
-             "uniform": sc.omega_test(ds, control), "bayes": sc.omega_test(ds, bayes)}
-    return {"a": {"tests": tests, "gd_ds": ds}, "preview_reasons": list(reasons),
-            "min_rise": sc.MIN_RISE}
+    budget = budget or flow
+    tests = {"flow": sc.omega_test(ds, flow), "gd": sc.omega_test(ds, budget),
+             "identity": sc.omega_test(ds, control), "uniform": sc.omega_test(ds, control),
+             "bayes": sc.omega_test(ds, bayes)}
+    settle = settled if isinstance(settled, (list, tuple)) else [settled] * len(ds)
+    rows = [_flow_row(d, bb, e, st) for d, bb, e, st in zip(ds, bayes, flow, settle)]
+    return {"a": {"tests": tests, "gd_ds": ds, "rows": rows}, "preview_reasons": list(reasons),
+            "min_rise": sc.MIN_RISE, "t_max": sc.FLOW_T_MAX, "steps_per_log": sc.STEPS_PER_LOG}
 
 
 def test_claim7_passes_fails_and_previews_by_the_rule():
@@ -98,7 +119,7 @@ def test_claim7_passes_fails_and_previews_by_the_rule():
     fast = [math.exp(-math.log(d) ** 2) for d in ds]
     power = [d ** -0.5 for d in ds]
     ok = cmd.claim7(_summary(fast, power))
-    assert ok["status"] == "pass" and ok["passed"]
+    assert ok["status"] == "pass" and ok["passed"] and ok["cause"] is None
     assert cmd.claim7(_summary(power, power))["status"] == "fail"       # GD a fixed power
     bad_control = cmd.claim7(_summary(fast, fast))
     assert bad_control["status"] == "fail" and bad_control["measured"]["controls_pass"]["identity"]
@@ -106,8 +127,188 @@ def test_claim7_passes_fails_and_previews_by_the_rule():
     assert prev["status"] == "preview" and not prev["passed"] and prev["rule_holds"]
     no_bayes = cmd.claim7(_summary(fast, power, bayes=power))
     assert no_bayes["status"] == "preview"
-    for key in ("passed", "measured", "threshold", "detail", "status"):
+    for key in ("passed", "measured", "threshold", "detail", "status", "cause"):
         assert key in ok
+
+
+def test_claim7_is_read_at_the_horizon_and_the_budget_only_beside_it():
+    ds = sc.grid_d(sc.GD_KS)
+    fast = [math.exp(-math.log(d) ** 2) for d in ds]
+    power = [d ** -0.5 for d in ds]
+    # the flow passes, the budget reading fails: the claim passes, the budget is reported
+    rec = cmd.claim7(_summary(fast, power, budget=power))
+    assert rec["status"] == "pass"
+    m = rec["measured"]
+    assert m["flow_exponents"] == sc.omega_test(ds, fast)["exponents"]
+    assert m["budget_exponents"] == sc.omega_test(ds, power)["exponents"]
+    assert not m["budget_passes"]
+    bayes = [math.exp(-math.log(d) ** 2) for d in ds]
+    assert m["flow_error_over_bayes"] == [e / b for e, b in zip(fast, bayes)]
+    assert m["budget_error_over_bayes"] == [2.0 * e / b for e, b in zip(fast, bayes)]
+    assert m["flow_limits"] == ["association"] * 4
+    assert "fails within the budget" in rec["detail"]
+    # the budget passes, the flow fails: the claim fails
+    assert cmd.claim7(_summary(power, power, budget=fast))["status"] == "fail"
+
+
+def test_a_failing_claim7_names_its_cause():
+    ds = sc.grid_d(sc.GD_KS)
+    fast = [math.exp(-math.log(d) ** 2) for d in ds]
+    power = [d ** -0.5 for d in ds]
+    # (iii) a control passes, whatever the flows do
+    c = cmd.claim7(_summary(fast, fast))["cause"]
+    assert c["code"] == "iii" and "identity" in c["why"] and "uniform" in c["why"]
+    assert cmd.claim7(_summary(power, fast, settled=False))["cause"]["code"] == "iii"
+    # (i) a flow still moving at the horizon: its trend is named, the settled ones are not
+    c = cmd.claim7(_summary(power, power, settled=[True, True, False, True]))["cause"]
+    assert c["code"] == "i"
+    assert f"d = {ds[2]}" in c["why"] and f"d = {ds[0]}" not in c["why"]
+    assert "over t = 1e+14 .. 1e+15" in c["why"] and "limit class association" in c["why"]
+    # (i) also when a flow did not reach its horizon
+    s = _summary(power, power)
+    s["a"]["rows"][1]["flow"].update(status="solver failed at t = 3e+08", settled=False)
+    c = cmd.cause_of(s)
+    assert c["code"] == "i" and "solver failed" in c["why"]
+    # (ii) every flow settled and the limit errors fail the rule themselves
+    c = cmd.claim7(_summary(power, power))["cause"]
+    assert c["code"] == "ii" and "not increasing" in c["why"]
+    slow = [d ** (-2.0 - 0.01 * math.log(d)) for d in ds]          # increasing, rise < 0.25
+    c = cmd.claim7(_summary(slow, power))["cause"]
+    assert c["code"] == "ii" and "rise below 0.25" in c["why"]
+    # no cause when the rule holds, nor when there is no trend to read
+    assert cmd.cause_of(_summary(fast, power)) is None
+    few = _summary(fast, power)
+    few["a"]["tests"] = {k: sc.omega_test(ds[:2], v[:2]) for k, v in
+                         (("flow", fast), ("gd", fast), ("identity", power),
+                          ("uniform", power), ("bayes", fast))}
+    assert cmd.claim7(few)["cause"] is None and cmd.claim7(few)["status"] == "preview"
+
+
+def _verdict_folder(tmp_path, summary):
+    step = tmp_path / "scaling"
+    step.mkdir(parents=True)
+    (step / "step.json").write_text(json.dumps({"summary": summary}))
+    return tmp_path
+
+
+def test_verdict_carries_the_cause_of_a_fail_and_keeps_it_aside_for_a_preview(tmp_path):
+    ds = sc.grid_d(sc.GD_KS)
+    power = [d ** -0.5 for d in ds]
+    rec = cmd.verdict(_verdict_folder(tmp_path / "f", _summary(power, power)))
+    assert rec["status"] == "fail" and rec["cause"]["code"] == "ii"
+    assert rec["cause"]["text"] == CAUSES["ii"]
+    prev = cmd.verdict(_verdict_folder(tmp_path / "p", _summary(power, power,
+                                                                reasons=["reduced run"])))
+    assert prev["status"] == "preview" and "cause" not in prev
+    assert prev["values"]["preview_cause"]["code"] == "ii"
+    fast = [math.exp(-math.log(d) ** 2) for d in ds]
+    ok = cmd.verdict(_verdict_folder(tmp_path / "o", _summary(fast, power)))
+    assert ok["status"] == "pass" and "cause" not in ok
+
+
+# -- the flow's records as study (a) and (b) read them -------------------------------------------
+def _flow_cell(d, bayes, error, times, status="ok", change=0.0):
+    return {"d": d, "L": 4, "C": 4, "D": 16, "bayes": bayes, "status": status,
+            "reached": True, "error": error, "bound": 1e-3 * bayes * 0.5,
+            "error_high": error + 1e-3 * bayes * 0.5, "t_max": 1e15,
+            "reading": {"t_reached": 1e15, "limit": {"class": "association", "alpha": 1.27,
+                                                     "slope_bc": 1.0},
+                        "horizon": {"t": 1e15, "error_over_bayes": error / bayes, "share": 1.0,
+                                    "topc": True, "topc_rows": 16, "gap_bc": 20.0,
+                                    "alpha": 1.27},
+                        "times": {c: ({"time": None, "censored": True} if t is None else
+                                      {"time": t, "censored": False})
+                                  for c, t in times.items()},
+                        "evaluations": 100, "max_rel_bound": 0.0, "complete": True,
+                        "seconds": 1.0},
+            "trend": {"error_change": change},
+            "series": {"t": [0.0, 1.0, 10.0], "error": [0.5, 0.1, error],
+                       "share": [0.1, 0.5, 1.0]}}
+
+
+def test_study_a_reads_the_certified_flow_and_extends_beside_the_range():
+    ds = sc.grid_d(sc.FLOW_KS)
+    cf = sc.closed_forms(sc.Family(), ds)
+    times = {"def22": 5.0, "share": 50.0, "error": 20.0, "all": 50.0}
+    flow = {r["d"]: _flow_cell(r["d"], r["bayes"], 1.0001 * r["bayes"], times) for r in cf}
+    flow[ds[1]]["trend"]["error_change"] = -0.01 * cf[1]["bayes"]    # 10 x tol(d): moving
+    a = sc._study_a(cf, {}, {}, ds[:4], flow)
+    row = a["rows"][0]["flow"]
+    assert row["reached"] and row["error_high"] == flow[ds[0]]["error_high"]
+    assert row["limit"] == "association" and row["settled"]
+    assert row["horizon"]["error_over_bayes"] == 1.0001
+    assert row["times"]["error"] == {"time": 20.0, "censored": False}
+    assert not a["rows"][1]["flow"]["settled"]
+    assert a["tests"]["flow"]["points"] == 4                          # the declared range
+    assert a["tests"]["flow"]["exponents"] == sc.omega_test(
+        ds[:4], [flow[d]["error_high"] for d in ds[:4]])["exponents"]
+    assert a["extended_ds"] == ds and a["tests_extended"]["flow"]["points"] == 5
+    assert sc._study_a(cf, {}, {}, ds[:4], {d: flow[d] for d in ds[:4]})["tests_extended"] is None
+    not_settled = _flow_cell(ds[0], cf[0]["bayes"], cf[0]["bayes"], times, status="solver "
+                             "failed at t = 10")
+    assert not sc._flow_err(not_settled)["settled"]
+
+
+def test_time_fits_recover_a_power_and_leave_censored_times_out():
+    ds = sc.grid_d(sc.FLOW_KS)
+    rows = []
+    for i, d in enumerate(ds):
+        times = {"def22": {"time": 7.0, "censored": False},
+                 "share": {"time": None, "censored": True} if i >= 3 else
+                 {"time": 3.0 * d ** 2.5, "censored": False},
+                 "error": {"time": 2.0 * math.log(d) ** 0.5, "censored": False},
+                 "all": {"time": 0.0, "censored": False} if i == 0 else
+                 {"time": 3.0 * d ** 2.5, "censored": False}}
+        rows.append({"d": d, "times": times})
+    f = sc.time_fits(rows)
+    assert abs(f["share"]["gamma"]["slope"] - 2.5) <= FIT_SLOPE_EXACT_ABS
+    assert f["share"]["censored_d"] == ds[3:] and f["share"]["d"] == ds[:3]
+    assert f["share"]["gamma"]["n"] == 3
+    assert abs(f["error"]["beta"]["slope"] - 0.5) <= FIT_SLOPE_EXACT_ABS   # (ln d)^(1/2)
+    assert f["error"]["gamma"]["ci_high"] < sc.POLYLOG_GAMMA
+    assert f["error"]["polylog_reading"] is True
+    assert f["share"]["polylog_reading"] is False                 # d^2.5
+    assert abs(f["def22"]["gamma"]["slope"]) <= FIT_SLOPE_EXACT_ABS
+    assert f["all"]["zero_d"] == [ds[0]] and f["all"]["gamma"]["n"] == 4
+    none = sc.time_fits([{"d": d, "times": {c: {"time": None, "censored": True}
+                                            for c in sc.TIME_CRITERIA}} for d in ds])
+    assert none["error"]["gamma"] is None and none["error"]["censored_d"] == ds
+    assert none["error"]["polylog_reading"] is None
+
+
+def test_study_b_times_rows_carry_censoring_budget_and_the_series():
+    ds = sc.grid_d(sc.GD_KS)
+    cf = sc.closed_forms(sc.Family(), ds)
+    recs = [_flow_cell(r["d"], r["bayes"], r["bayes"],
+                       {"def22": 5.0, "share": None, "error": 10.0 * r["d"], "all": None})
+            for r in cf]
+    b = sc._study_b([], [], recs, budget=sc.steps_for)
+    fb = b["flow"]
+    assert [r["d"] for r in fb["rows"]] == ds
+    assert fb["rows"][0]["budget"] == sc.steps_for(ds[0])
+    assert fb["rows"][0]["times"]["share"] == {"time": None, "censored": True}
+    assert fb["fits"]["share"]["censored_d"] == ds and fb["fits"]["share"]["gamma"] is None
+    assert abs(fb["fits"]["error"]["gamma"]["slope"] - 1.0) <= FIT_SLOPE_EXACT_ABS
+    ser = fb["rows"][0]["series"]
+    assert ser["t"] == [1.0, 10.0]                                # t = 0 dropped (log axis)
+    assert ser["error_over_bayes"][-1] == 1.0
+    assert fb["resolution"] == 10 ** (1 / fb["per_decade"])
+
+
+def test_flow_trend_reads_the_last_decade():
+    t = [0.0, 1.0, 10.0, 100.0, 300.0, 1000.0]
+    err = [1.0, 0.5, 0.2, 0.1, 0.09, 0.08]
+    share = [0.1, 0.2, 0.5, 0.8, 0.85, 0.9]
+    gap = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    b = [0.0, 1.0, 3.0, 5.0, 2.0, 1.0]
+    c = [x - y for x, y in zip(b, gap)]
+    tr = sc.flow_trend(t, err, share, gap, b, c)
+    assert (tr["t_from"], tr["t_to"]) == (100.0, 1000.0)
+    assert tr["error_change"] == 0.08 - 0.1 and tr["share_change"] == 0.9 - 0.8
+    assert tr["gap_change"] == 2.0 and tr["gap_slope"] > 0
+    assert tr["b_change"] == -4.0 and tr["c_change"] == -6.0   # b falls back, c falls faster
+    assert sc.flow_trend(t, err, share, gap)["b_change"] is None
+    assert sc.flow_trend([0.0], [1.0], [0.1], [0.0])["error_change"] is None
 
 
 # -- cells: resumption -----------------------------------------------------------------------------
@@ -154,6 +355,8 @@ def test_n_assoc_takes_the_first_N_with_enough_seeds():
     (["scaling", "--jobs", "0"], "jobs must be >= 1"),
     (["scaling", "--steps-per-log", "-1"], "steps-per-log"),
     (["scaling", "--sweep-ks", "0"], "positive integers"),
+    (["scaling", "--t-max", "-1"], "positive finite"),
+    (["scaling", "--flow-ks", "5-4"], "increasing distinct"),
 ])
 def test_scaling_bad_input_one_line_exit_2(args, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -180,3 +383,21 @@ def test_block_and_gd_cells_are_certified_and_never_beat_bayes():
     assert gd["fingerprint"] == task.fingerprint() and gd["kind"] == "gd"
     own = sc.sweep_cells(d, [2, 3])
     assert own[1] == sc.ScalingCell("gd", d) and own[0].L == 2  # the family's size: one cell
+
+
+def test_flow_cell_is_certified_and_carries_its_reading():
+    task = sc.ScalingTask(t_max=1e4)
+    d = sc.grid_d([3])[0]                                     # d = 20: L = C = 3, enumerated
+    rec = sc.compute_cell(task, sc.ScalingCell("flow", d))
+    assert rec["kind"] == "flow" and rec["reached"] and rec["status"] == "ok"
+    assert rec["error"] >= rec["bayes"] * (1 - BAYES_REL)
+    assert rec["error_high"] == rec["error"] + rec["bound"]
+    assert rec["tol"] == sc.TOL_FACTOR * rec["bayes"]
+    rd = rec["reading"]
+    assert rd["t_max"] == 1e4 and rd["limit"]["class"] in ("association", "other sets",
+                                                           "converged", "tie", "undecided")
+    assert set(rd["times"]) >= set(sc.TIME_CRITERIA)
+    assert rec["series"]["t"][0] == 0.0 and rec["series"]["t"][-1] == 1e4
+    assert rec["trend"]["t_to"] == 1e4
+    json.dumps(rec)                                           # a JSON-ready cell
+    assert sc.flow_cells([55, 403, 148]) == [sc.ScalingCell("flow", d) for d in (403, 148, 55)]
