@@ -27,8 +27,12 @@ rule: when it demands a tolerance below ``TOL_FLOOR`` x the risk (the rounding l
 the flow stops there, with status ``stationary at t = ...``, and the limit class reads it as
 converged.
 
-The limit (:func:`limit_class`), decided from the records of the last decade before the horizon
-(at least 3 records), with u = b - c:
+The limit (:func:`limit_class`), decided from the records of the last decade (at least 3
+records), with u = b - c. When the decade before the horizon does not decide it (e.g. a late
+transient in which b falls back towards a while c keeps falling), the flow goes on past t_max,
+a record at a time, until the last decade decides or t reaches ``DECIDE_UNTIL`` (1e30); those
+records are kept apart (``FlowTrajectory.tail``), and every reading at the horizon uses the
+records up to t_max only:
 
 - ``tie``: b = c at every one of these records, to 1e-12 relative (held by symmetry, e.g. from
   uniform attention, a fixed point of the flow);
@@ -69,7 +73,7 @@ from patchassoc.simulations.runtime.results import save_folder
 __all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_reading",
            "limit_class", "flow_times", "T_MAX",
            "PER_DECADE", "REL_BOUND", "RTOL", "ATOL", "COMPLETE_MAX", "SLOPE_MIN", "STILL",
-           "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR"]
+           "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR", "DECIDE_UNTIL"]
 
 #: Default horizon, in GD steps (SPEC section 6).
 T_MAX = 1e15
@@ -82,6 +86,8 @@ RTOL = 1e-6
 ATOL = 1e-8
 #: Problems with at most this many multisets are enumerated completely (bound 0).
 COMPLETE_MAX = 200_000
+#: How far past the horizon the flow may go to decide its limit class (GD steps).
+DECIDE_UNTIL = 1e30
 #: Slope of b - c against ln t over the last decade from which b - c diverges.
 SLOPE_MIN = 0.05
 #: Relative move over the last decade below which every coordinate is still.
@@ -139,6 +145,7 @@ class FlowTrajectory:
     diagonal: str
     D: int
     segments: list = field(default_factory=list, repr=False)
+    tail: dict = field(default_factory=dict, repr=False)
 
     ARRAYS = ("t", "alpha", "a", "b", "c", "risk", "error", "bound", "rel_bound", "speed",
               "topc_rows", "share", "Pd", "Qs", "R")
@@ -159,7 +166,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                     t_max: float = T_MAX, per_decade: int = PER_DECADE,
                     diagonal: str = "fixed", rel_bound: float = REL_BOUND,
                     rtol: float = RTOL, atol: float = ATOL, method: str = "LSODA",
-                    complete_max: int = COMPLETE_MAX,
+                    complete_max: int = COMPLETE_MAX, decide_until: float | None = DECIDE_UNTIL,
                     max_configurations: int = MAX_CONFIGURATIONS, progress: bool = False,
                     desc: str = "flow") -> FlowTrajectory:
     """The gradient flow d theta / dt = -M grad R from (alpha0, a0, b0, c0) to ``t_max``.
@@ -175,13 +182,17 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
     rtol, atol : the solver's tolerances.
     method : ``"LSODA"``, ``"Radau"`` or ``"BDF"``.
     complete_max : enumerate completely up to this many multisets, else truncate.
+    decide_until : when the last decade before the horizon does not decide the limit class,
+        the flow goes on past t_max, a decade at a time, until it does or reaches this time
+        (``None``: never past t_max). Those records are kept apart (``tail``): every reading at
+        the horizon, and the times to each criterion, use the records up to t_max only.
 
     Returns
     -------
     FlowTrajectory
         ``status`` is ``"ok"``, ``"stationary at t = ..."``, ``"solver failed at t = ..."``,
         ``"non-finite at t = ..."`` or ``"interrupted at t = ..."``; what was recorded up to then
-        is kept.
+        is kept. ``tail`` holds the records past t_max made to decide the limit class.
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
     if diagonal not in ("trained", "fixed"):
@@ -246,16 +257,25 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
             raise FloatingPointError("non-finite gradient")
         return math.exp(s) * v           # d theta / ds = (1 + t) d theta / dt
 
-    decades = math.log10(t_max) if t_max > 1 else 0.0
-    n_rec = max(1, int(math.ceil(decades * per_decade)))
-    t_rec = np.unique(np.concatenate([[0.0], np.logspace(0.0, math.log10(max(t_max, 1.0)),
-                                                          n_rec + 1) if t_max > 1 else [],
-                                      [t_max]]))
-    t_rec = t_rec[t_rec <= t_max]
+    def grid(t_from: float, t_to: float) -> np.ndarray:
+        """Log-spaced record times in (t_from, t_to], ``per_decade`` a decade, t_to included."""
+        lo = math.log10(max(t_from, 1.0))
+        hi = math.log10(t_to) if t_to > 1 else 0.0
+        n = max(1, int(math.ceil((hi - lo) * per_decade)))
+        pts = np.logspace(lo, hi, n + 1) if t_to > 1 else np.array([])
+        pts = np.unique(np.concatenate([pts, [t_to]]))
+        return pts[(pts > t_from) & (pts <= t_to)]
+
+    t_rec = np.concatenate([[0.0], grid(0.0, t_max)])
+    n_main = len(t_rec)                  # records up to the horizon; the rest decide the limit
+    t_end = max(float(decide_until), t_max) if decide_until else t_max
+    if t_end > t_max:
+        t_rec = np.concatenate([t_rec, grid(t_max, t_end)])
     s_rec = np.log1p(t_rec)
     rows: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
+    tail: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
 
-    def record(t, y):
+    def record(t, y, into):
         v, ev, rel = evaluate(y)
         state["max_rel"] = max(state["max_rel"], rel)
         alpha, a, b, c = (float(x) for x in y)
@@ -266,18 +286,24 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                        ("rel_bound", rel), ("speed", float(np.linalg.norm(v))),
                        ("topc_rows", assoc.topc_rows), ("share", assoc.share_min),
                        ("Pd", Pd), ("Qs", Qs), ("R", R)):
-            rows[k].append(val)
+            into[k].append(val)
+
+    def decided() -> bool:
+        """Past the horizon: stop once the last decade of records decides the limit."""
+        both = {k: np.asarray(rows[k] + tail[k], dtype=np.float64) for k in ("t", "alpha", "a",
+                                                                            "b", "c")}
+        return _classify(both, "ok")["class"] != "undecided"
 
     t0 = time.perf_counter()
     status, s_now, steps = "ok", 0.0, 0
     segments: list = []
-    bar = progress_bar(total=len(t_rec), desc=desc, enable=progress)
+    bar = progress_bar(total=n_main, desc=desc, enable=progress)
     try:
-        record(0.0, y0)
+        record(0.0, y0, rows)
         bar.update(1)
-        nxt = 1
+        nxt, done = 1, False
         solver = METHODS[method](rhs, 0.0, y0, float(s_rec[-1]), rtol=rtol, atol=atol)
-        while solver.status == "running" and nxt < len(t_rec):
+        while solver.status == "running" and nxt < len(t_rec) and not done:
             msg = solver.step()
             steps += 1
             if solver.status == "failed":
@@ -286,11 +312,15 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
             dense = solver.dense_output()
             segments.append((float(solver.t_old), float(solver.t), dense))
             s_now = float(solver.t)
-            while nxt < len(t_rec) and s_rec[nxt] <= s_now:
+            while nxt < len(t_rec) and s_rec[nxt] <= s_now and not done:
                 y = dense(float(s_rec[nxt])) if s_rec[nxt] < s_now else solver.y
-                record(float(t_rec[nxt]), np.asarray(y, dtype=np.float64))
+                record(float(t_rec[nxt]), np.asarray(y, dtype=np.float64),
+                       rows if nxt < n_main else tail)
                 nxt += 1
-                bar.update(1)
+                if nxt <= n_main:
+                    bar.update(1)
+                if nxt >= n_main:
+                    done = decided()
     except _Stationary:
         status = f"stationary at t = {math.expm1(s_now):.3g}"
     except FloatingPointError:
@@ -299,15 +329,20 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         status = f"interrupted at t = {math.expm1(s_now):.3g}"
     finally:
         bar.close()
-    arrays = {k: np.asarray(v, dtype=np.int64 if k == "topc_rows" else np.float64)
-              for k, v in rows.items()}
+
+    def arrays_of(r):
+        return {k: np.asarray(v, dtype=np.int64 if k == "topc_rows" else np.float64)
+                for k, v in r.items()}
+    arrays = arrays_of(rows)
     t_reached = float(arrays["t"][-1]) if arrays["t"].size else 0.0
-    return FlowTrajectory(**arrays, status=status, t_reached=max(t_reached, math.expm1(s_now)),
-                          t_max=t_max, evaluations=int(state["evaluations"]),
+    if status != "ok" or t_reached < t_max:
+        status = status if status != "ok" else f"stopped at t = {t_reached:.3g}"
+    return FlowTrajectory(**arrays, status=status, t_reached=t_reached, t_max=t_max,
+                          evaluations=int(state["evaluations"]),
                           solver_steps=steps, max_rel_bound=float(state["max_rel"]),
                           complete=bool(complete), method=method, rtol=float(rtol),
                           atol=float(atol), seconds=time.perf_counter() - t0,
-                          diagonal=diagonal, D=D, segments=segments)
+                          diagonal=diagonal, D=D, segments=segments, tail=arrays_of(tail))
 
 
 def _slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -317,23 +352,33 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def limit_class(tr: FlowTrajectory) -> dict:
-    """The limit of a flow at its last record, from the records of its last decade (module
-    notes: the rule, and what each class means).
+    """The limit of a flow, from the records of its last decade: the records up to the horizon
+    and those the flow made past it to decide (``tr.tail``). Module notes: the rule, and what
+    each class means.
 
     Returns
     -------
     dict
-        ``class`` (one of :data:`LIMIT_CLASSES`), ``slope_bc`` (d(b - c)/d ln t over the last
-        decade), ``gap_bc`` (b - c at the end), ``alpha`` and ``alpha_change`` (its move over the
-        decade), ``max_move`` (the largest relative move of a coordinate over the decade), the
-        attention values (Pd, Qs, R) at the end, ``speed`` at the end, ``records`` used and
-        ``rule`` (the rule in words).
+        ``class`` (one of :data:`LIMIT_CLASSES`), ``decided_at`` (the last record used),
+        ``slope_bc`` (d(b - c)/d ln t over the last decade), ``gap_bc`` (b - c there),
+        ``alpha`` and ``alpha_change`` (its move over the decade), ``max_move`` (the largest
+        relative move of a coordinate over the decade), the attention values (Pd, Qs, R) and the
+        speed at the last record, ``records`` used and ``rule`` (the rule in words).
     """
-    t = np.asarray(tr.t, dtype=np.float64)
-    out = {"class": "undecided", "slope_bc": None, "gap_bc": None, "alpha": None,
-           "alpha_change": None, "max_move": None, "Pd": None, "Qs": None, "R": None,
-           "speed": None, "records": 0,
-           "rule": (f"last decade of records: b = c throughout (1e-12 rel.) -> tie; b - c > 0 "
+    keys = ("t", "alpha", "a", "b", "c", "Pd", "Qs", "R", "speed")
+    tail = tr.tail or {}
+    both = {k: np.concatenate([np.asarray(getattr(tr, k), dtype=np.float64),
+                               np.asarray(tail.get(k, []), dtype=np.float64)]) for k in keys}
+    return _classify(both, tr.status)
+
+
+def _classify(r: dict, status: str) -> dict:
+    t = r["t"]
+    out = {"class": "undecided", "decided_at": None, "slope_bc": None, "gap_bc": None,
+           "alpha": None, "alpha_change": None, "max_move": None, "Pd": None, "Qs": None,
+           "R": None, "speed": None, "records": 0,
+           "rule": (f"last decade of records (past the horizon when it alone does not decide, up "
+                    f"to {DECIDE_UNTIL:g} steps): b = c throughout (1e-12 rel.) -> tie; b - c > 0 "
                     f"with slope vs ln t >= {SLOPE_MIN:g} -> association; b - c < 0 with slope "
                     f"<= -{SLOPE_MIN:g} -> other sets; a stationary end or every coordinate "
                     f"still to {STILL:g} (1 + |x|) -> converged; else undecided")}
@@ -343,19 +388,20 @@ def limit_class(tr: FlowTrajectory) -> dict:
     last = np.flatnonzero(t >= end / 10.0) if end > 0 else np.arange(t.size)
     if last.size < 3:
         last = np.arange(max(0, t.size - 3), t.size)
-    ys = np.stack([tr.alpha[last], tr.a[last], tr.b[last], tr.c[last]])
-    u = tr.b[last] - tr.c[last]
+    ys = np.stack([r["alpha"][last], r["a"][last], r["b"][last], r["c"][last]])
+    u = r["b"][last] - r["c"][last]
     lnt = np.log1p(t[last])
     slope = _slope(lnt, u) if last.size >= 2 else 0.0
     move = float(np.max(np.abs(ys[:, -1] - ys[:, 0]) / (1.0 + np.abs(ys[:, -1]))))
-    out.update(slope_bc=slope, gap_bc=float(u[-1]), alpha=float(tr.alpha[-1]),
-               alpha_change=float(tr.alpha[-1] - tr.alpha[last[0]]), max_move=move,
-               Pd=float(tr.Pd[-1]), Qs=float(tr.Qs[-1]), R=float(tr.R[-1]),
-               speed=float(tr.speed[-1]), records=int(last.size))
-    scale = 1.0 + np.abs(tr.b[last]) + np.abs(tr.c[last])
+    out.update(decided_at=float(end), slope_bc=slope, gap_bc=float(u[-1]),
+               alpha=float(r["alpha"][-1]), alpha_change=float(r["alpha"][-1] -
+                                                               r["alpha"][last[0]]),
+               max_move=move, records=int(last.size),
+               **{k: (float(r[k][-1]) if k in r else None) for k in ("Pd", "Qs", "R", "speed")})
+    scale = 1.0 + np.abs(r["b"][last]) + np.abs(r["c"][last])
     if np.all(np.abs(u) <= 1e-12 * scale):
         out["class"] = "tie"
-    elif tr.status.startswith("stationary"):
+    elif status.startswith("stationary"):
         out["class"] = "converged"
     elif u[-1] > 0 and slope >= SLOPE_MIN:
         out["class"] = "association"
@@ -394,7 +440,8 @@ def flow_reading(tr: FlowTrajectory, bayes: float, eps: float = 0.1) -> dict:
         "times": flow_times(tr, bayes, eps=eps) if has else None,
         "eps": eps, "bayes_error": float(bayes), "D": tr.D, "diagonal": tr.diagonal,
         "evaluations": tr.evaluations, "solver_steps": tr.solver_steps,
-        "records": int(tr.t.size), "complete": tr.complete,
+        "records": int(tr.t.size), "records_past_horizon": int(len((tr.tail or {}).get("t", []))),
+        "complete": tr.complete,
         "max_rel_bound": tr.max_rel_bound, "rel_bound_rule": REL_BOUND,
         "max_bound": float(np.max(tr.bound)) if has else None,
         "solver": {"method": tr.method, "rtol": tr.rtol, "atol": tr.atol,
@@ -421,6 +468,7 @@ class FlowResult:
         """config.json, metrics.json (the summary) and arrays.npz (the records, the sets)."""
         t = self.trajectory
         arrays = {k: getattr(t, k) for k in FlowTrajectory.ARRAYS}
+        arrays.update({f"tail_{k}": v for k, v in (t.tail or {}).items()})
         arrays["sets"] = self.structure.sets
         return save_folder(folder, self.config.to_dict(), self.summary(), arrays)
 

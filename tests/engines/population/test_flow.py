@@ -148,3 +148,21 @@ def test_the_dense_output_interpolates_between_records(ref_flow):
                                                     ref_flow.b[k], ref_flow.c[k]], rtol=1e-12)
     with pytest.raises(ValueError):
         ref_flow.at(1e9)
+
+
+def test_past_the_horizon_the_flow_only_decides_the_limit():
+    """At t_max = 30 the ref flow is still undecided (b - c has barely started to move); it goes
+    on past the horizon until its last decade decides, and those records never enter the horizon
+    reading or the times."""
+    cfg = preset("ref", diagonal="fixed")
+    short = population_flow(*_args(cfg), eta_v=cfg.eta_v, eta_Q=cfg.eta_Q, t_max=30.0,
+                            decide_until=None)
+    go_on = population_flow(*_args(cfg), eta_v=cfg.eta_v, eta_Q=cfg.eta_Q, t_max=30.0)
+    assert short.t[-1] == go_on.t[-1] == 30.0 and short.tail["t"].size == 0
+    assert np.array_equal(short.t, go_on.t)
+    assert np.allclose(short.b, go_on.b, rtol=1e-5, atol=1e-7)
+    assert limit_class(short)["class"] == "undecided"
+    got = limit_class(go_on)
+    assert got["class"] != "undecided" and np.all(go_on.tail["t"] > 30.0)
+    assert got["decided_at"] == go_on.tail["t"][-1]
+    assert flow_reading(go_on, 0.01)["horizon"]["t"] == 30.0
