@@ -528,3 +528,19 @@ def test_an_interrupted_descent_never_becomes_a_cell(monkeypatch):
     monkeypatch.setattr(tasks, "gradient_descent", interrupted)
     with pytest.raises(KeyboardInterrupt, match="interrupted at step 3"):
         run_cell(TransferTask(tiny_upstream(), tiny_setting()), "uniform", 8, 0)
+
+
+def test_a_failing_claim5_names_a_finished_shortfall_ii_before_censoring_i():
+    from patchassoc.simulations.studies.claim5_transfer.pipeline import failure_cause
+
+    def row(eps, ratio, lo, censored=0.0, lower=False):
+        return {"eps": eps, "ratio": ratio, "ratio_ci": [lo, ratio + 1],
+                "pretrained_censored": False, "ratio_is_lower_bound": lower,
+                "fraction_pretrained_censored": censored}
+    ok = row(0.05, 20.0, 9.0)
+    assert failure_cause({"by_eps": [ok]}) is None
+    code, why = failure_cause({"by_eps": [ok, row(0.03, 7.7, 0.0, censored=0.04)]})
+    assert code == "i" and "3 %" in why and "4 %" in why
+    code, why = failure_cause({"by_eps": [row(0.03, 7.7, 0.0, censored=0.04),
+                                          row(0.10, 2.3, 1.5)]})
+    assert code == "ii" and "10 %" in why and "2.3" in why

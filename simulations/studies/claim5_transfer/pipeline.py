@@ -54,7 +54,7 @@ from patchassoc.simulations.studies.claim5_transfer.analysis import summarize
 from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.studies.claim5_transfer.sweep import plan, run_sweep
 from patchassoc.simulations.studies.study import Outcome, Study
-from patchassoc.simulations.studies.verdicts import fmt, from_step
+from patchassoc.simulations.studies.verdicts import fmt, from_step, step_summary, with_cause
 from patchassoc.simulations.studies.claim5_transfer.tasks import (METHODS, TransferSetting,
                                                                  TransferTask, Upstream,
                                                                  error_floor)
@@ -387,10 +387,52 @@ def reproduce(out_dir: Path, config: Config, seed: int, quick: bool, progress: b
                    saved=out_dir / "transfer.json")
 
 
+def failure_cause(summary: dict) -> tuple[str, str] | None:
+    """The cause of a failing claim 5 (SPEC section 6, what a FAIL says), from the eps rows.
+
+    An eps fails either on a finished reading (both N_eps inside the N grid, no replicate
+    censored: the ratio or its CI is below the rule whatever the budget) or on censoring (the
+    pretrained curve, or the best baseline, does not reach eps by N_max in the mean or in some
+    bootstrap replicates: the reading stops at the protocol's horizon N_max). Any finished
+    failing reading makes the cause (ii), a point that fails; only censored failures make it
+    (i), not reached by the horizon. ``None`` when no eps fails. (Claim 5 has no controls that
+    could pass: its baselines are compared, not required to fail.)"""
+    finished, censored = [], []
+    for r in summary.get("by_eps") or []:
+        ratio, lo = r.get("ratio"), (r.get("ratio_ci") or [None])[0]
+        ok = ratio is not None and lo is not None and ratio >= P.RATIO_MIN and lo > P.CI_LOW_MIN
+        if ok:
+            continue
+        cut = (r.get("pretrained_censored") or r.get("ratio_is_lower_bound")
+               or (r.get("fraction_pretrained_censored") or 0) > 0)
+        (censored if cut else finished).append(r)
+    if not finished and not censored:
+        return None
+
+    def eps(rows):
+        return ", ".join(f"{100 * r['eps']:g} %" for r in rows)
+    parts = []
+    if finished:
+        parts.append(f"at eps = {eps(finished)} the reading is finished (both N_eps inside the "
+                     f"grid) and fails: ratio " + ", ".join(
+                         f"{_num(r.get('ratio'))} (CI low {_num((r.get('ratio_ci') or [None])[0])})"
+                         for r in finished))
+    if censored:
+        parts.append(f"at eps = {eps(censored)} a curve is censored at N_max = "
+                     f"{P.N_MAX} (pretrained censored "
+                     f"in " + ", ".join(f"{100 * (r.get('fraction_pretrained_censored') or 0):.0f} %"
+                                        for r in censored) + " of the replicates)")
+    return ("ii" if finished else "i"), "; ".join(parts)
+
+
 def verdict(root: Path) -> dict:
-    """Claim 5 from a reproduction folder: :func:`claim5` on the ``transfer`` step's summary."""
-    return from_step(root, "5", "transfer", claim5, CLAIM,
-                     "no transfer result (run `patchassoc transfer`)")
+    """Claim 5 from a reproduction folder: :func:`claim5` on the ``transfer`` step's summary,
+    a FAIL naming its cause (:func:`failure_cause`)."""
+    rec = from_step(root, "5", "transfer", claim5, CLAIM,
+                    "no transfer result (run `patchassoc transfer`)")
+    summary = step_summary(Path(root) / "transfer")
+    cause = failure_cause(summary) if summary and rec["status"] in ("fail", "preview") else None
+    return with_cause(rec, *cause) if cause else rec
 
 
 def readings(s: dict) -> dict[str, str]:
