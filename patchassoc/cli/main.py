@@ -63,6 +63,19 @@ class Context:
         if self.progress and not self.json:
             print(message, file=sys.stderr, flush=True)
 
+    def finish(self, study: str, outcome, what: str) -> dict:
+        """The outcome's summary with the study's figures drawn into ``out`` (unless
+        ``--no-figures``), and one line on stderr when the run stopped early (``what stopped:
+        status``): what it recorded was saved."""
+        from patchassoc.figures.catalog import draw
+        summary = outcome.summary
+        if not getattr(self.args, "no_figures", False):
+            summary["figures"] = draw(study, outcome, self.out)
+        if summary.get("exit_status"):
+            print(f"patchassoc: {what} stopped: {summary['status']}; what was recorded was "
+                  f"saved to {self.out}", file=sys.stderr)
+        return summary
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)

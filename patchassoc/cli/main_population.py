@@ -12,7 +12,6 @@ Steps: ``DEFAULT_STEPS`` (:mod:`patchassoc.simulations.studies.population_run`) 
 """
 from __future__ import annotations
 
-import sys
 
 
 NAME = "population"
@@ -66,21 +65,14 @@ def _steps(ctx) -> int:
 
 
 def _run_flow(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.engines.population.flow import T_MAX
     from patchassoc.simulations.studies.population_run import run_flow_study
     for opt in ("convergence", "steps", "tol"):
         if getattr(ctx.args, opt) not in (None, False):
             raise ValueError(f"--{opt} does not apply to --flow")
     t_max = T_MAX if ctx.args.t_max is None else ctx.args.t_max
-    outcome = run_flow_study(ctx.config, ctx.seed, ctx.out, ctx.progress, t_max)
-    summary = outcome.summary
-    if not ctx.args.no_figures:
-        summary["figures"] = draw("flow", outcome, ctx.out)
-    if summary.get("exit_status"):
-        print(f"patchassoc: the flow stopped: {summary['status']}; the recorded times were "
-              f"saved to {ctx.out}", file=sys.stderr)
-    return summary
+    return ctx.finish("flow", run_flow_study(ctx.config, ctx.seed, ctx.out, ctx.progress, t_max),
+                      "the flow")
 
 
 def run(ctx) -> dict:
@@ -93,13 +85,9 @@ def run(ctx) -> dict:
     from patchassoc.simulations.studies.sampled_convergence import run_convergence_step
     steps = _steps(ctx)
     figures = not ctx.args.no_figures
-    outcome = run_dynamics(ctx.config, ctx.seed, ctx.out, ctx.progress, steps, ctx.args.tol)
-    summary = outcome.summary
-    if figures:
-        summary["figures"] = draw("population", outcome, ctx.out)
-    if summary.get("exit_status"):
-        print(f"patchassoc: population dynamics stopped: {summary['status']}; the recorded "
-              f"steps were saved to {ctx.out}", file=sys.stderr)
+    summary = ctx.finish("population", run_dynamics(ctx.config, ctx.seed, ctx.out, ctx.progress,
+                                                    steps, ctx.args.tol),
+                         "population dynamics")
     if ctx.args.convergence:
         ctx.log("[population] sampled runs for growing N ...")
         conv = run_convergence_step(ctx.config, ctx.seed, ctx.out / "convergence", ctx.progress,

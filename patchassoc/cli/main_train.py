@@ -1,7 +1,6 @@
 """``patchassoc train``: sampled-data gradient descent on N samples, with results and figures."""
 from __future__ import annotations
 
-import sys
 
 
 NAME = "train"
@@ -14,16 +13,9 @@ def add_arguments(parser) -> None:
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.sampled_training import run_and_save
-    outcome = run_and_save(ctx.config, ctx.seed, ctx.out, ctx.progress)
-    summary = outcome.summary
-    if not ctx.args.no_figures:
-        summary["figures"] = draw("train", outcome, ctx.out)
-    if summary.get("exit_status"):
-        print(f"patchassoc: training stopped: {summary['status']}; "
-              f"the recorded steps were saved to {ctx.out}", file=sys.stderr)
-    return summary
+    return ctx.finish("train", run_and_save(ctx.config, ctx.seed, ctx.out, ctx.progress),
+                      "training")
 
 
 def association_line(s: dict) -> str:
