@@ -13,7 +13,6 @@ Steps: ``DEFAULT_STEPS`` (:mod:`patchassoc.simulations.studies.population_run`) 
 from __future__ import annotations
 
 
-
 NAME = "population"
 HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attention, no "
         "projection noise); writes results and figures")

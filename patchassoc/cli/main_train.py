@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 
-
 NAME = "train"
 HELP = ("train the positional-attention model by full-batch gradient descent on sampled data "
         "and write results and figures")
