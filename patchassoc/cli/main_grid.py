@@ -1,19 +1,30 @@
-"""``patchassoc grid``: claim 1 (Theorem 4.1) on the grid of (L, C, d), with its map.
+"""``patchassoc grid``: claim 1 (Theorem 4.1) on the grid of (L, C, d), read at the horizon,
+with its map.
 
 Every (L, C) with L, C >= 2 and L C <= ``--max-D`` (default 32), times d in ``--ds`` (default
-64,256,1024,4096): exact population GD with the diagonal fixed at each point's reference scalings,
-stopped once Def. 2.2 holds in every row and the error is <= 1.3 x Bayes + the certified bound, or
-after 10,000 steps (:mod:`patchassoc.simulations.studies.claim1_grid`). Prints the verdict on the
-paper's regime (q <= 0.5, L >= 3: >= 90 % pass and the reference point passes) and draws
-``claim1_grid.png``.
+64,256,1024,4096), at each point's reference scalings with the diagonal fixed
+(:mod:`patchassoc.simulations.studies.claim1_grid`):
+
+- the verdict: the exact gradient flow to the horizon t = ``--t-max`` (default 1e15 GD steps); a
+  point passes when Def. 2.2 holds in every row and the error is <= 1.3 x Bayes + the certified
+  bound at the horizon, and the flow's limit class is association;
+- beside it, the 10,000-step reading: population GD stopped once Def. 2.2 holds in every row and
+  the error is <= 1.3 x Bayes + bound, or after ``--max-steps`` (default 10,000) steps.
+
+Prints the horizon verdict on the paper's regime (q <= 0.5, L >= 3: >= 90 % pass and the
+reference point passes), the limit classes, the censored counts, the cause of a FAIL and the
+10,000-step reading beside it, and draws ``claim1_grid.png``. ``--max-D`` up to 48 adds points
+beyond the declared grid, read by the flow alone (``--budget-max-D 48`` adds their GD reading,
+which costs many times the flow there): reported, never counted in the verdict.
 
 Points are stored in ``<out>/cells/`` as they finish; a re-run computes only the missing ones.
 ``--jobs N`` runs N local processes, ``--dask ADDRESS`` a Dask cluster. ``--quick`` runs a
-reduced grid (d = 256, D <= 16) whose result is a preview, never a verdict.
+reduced grid (d = 256, D <= 16) whose result is a preview, never a verdict; so is any other
+``--ds``, a smaller ``--max-D``, another ``--max-steps`` or another ``--t-max``.
 
 References
 ----------
-SPEC section 6, claim 1.
+SPEC section 6, claim 1 (and claims read at a declared horizon).
 """
 from __future__ import annotations
 
@@ -21,8 +32,9 @@ from pathlib import Path
 
 
 NAME = "grid"
-HELP = ("claim 1 on the grid of (L, C, d): population GD with the diagonal fixed at every "
-        "point; pass fraction in the paper's regime; map figure (--jobs, --dask, resumable)")
+HELP = ("claim 1 on the grid of (L, C, d): the gradient flow to its horizon (the verdict) and "
+        "10,000 GD steps (beside it) with the diagonal fixed at every point; pass fraction in "
+        "the paper's regime; map figure (--jobs, --dask, resumable)")
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
@@ -41,11 +53,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ds", default=None, metavar="D1,D2,...",
                         help="patch dimensions d (default 64,256,1024,4096)")
     parser.add_argument("--max-D", type=int, default=None,
-                        help="largest number of patches D = L C (default 32)")
+                        help="largest number of patches D = L C (default 32; up to 48: the "
+                             "points with D > 32 are reported, not counted in the verdict)")
     parser.add_argument("--quick", action="store_true",
                         help="reduced grid (d = 256, D <= 16): a preview, never a verdict")
     parser.add_argument("--max-steps", type=int, default=None,
-                        help="step budget per point (default 10000; another value: a preview)")
+                        help="step budget of the GD reading per point (default 10000; another "
+                             "value: a preview)")
+    parser.add_argument("--t-max", type=float, default=None,
+                        help="the flow's horizon in GD steps (default 1e15; another value: a "
+                             "preview)")
+    parser.add_argument("--budget-max-D", type=int, default=32,
+                        help="largest D that also gets the 10,000-step GD reading (default 32: "
+                             "beyond the declared grid the flow alone is run; the GD reading "
+                             "costs many times the flow there)")
     parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
     parser.add_argument("--dask", default=None, metavar="ADDRESS",
                         help="run the points on this Dask scheduler")
@@ -59,41 +80,84 @@ def run(ctx) -> dict:
     a = ctx.args
     if a.jobs < 1:
         raise ValueError("--jobs must be >= 1")
-    if a.max_D is not None and a.max_D < 4:
-        raise ValueError("--max-D must be >= 4")
+    if a.max_D is not None and not 4 <= a.max_D <= 48:
+        raise ValueError("--max-D must lie in 4..48")
     summary = compute(ctx.out, ds=_ints(a.ds) if a.ds else None, max_D=a.max_D,
                       quick=a.quick, seed=ctx.seed, base=ctx.preset_name, jobs=a.jobs,
                       dask=a.dask, progress=ctx.progress and not ctx.json,
-                      max_steps=a.max_steps)
+                      max_steps=a.max_steps, t_max=a.t_max, budget_max_D=a.budget_max_D)
     if not a.no_figures:
         summary["figures"] = draw("grid", Outcome(summary, {"points": summary["points"]},
                                                   saved=Path(ctx.out) / "grid.json"), ctx.out)
     return summary
 
 
+def _pct(frac) -> str:
+    return f" ({100 * frac:.1f} %, needs >= 90 %)" if frac is not None else ""
+
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in (counts or {}).items()) or "none"
+
+
 def render(s: dict) -> str:
+    from patchassoc.simulations.studies.claim1_grid import grid_cause
+    from patchassoc.simulations.studies.verdicts import CAUSES
     ref = s.get("reference") or {}
-    frac = s.get("regime_fraction")
-    lines = [f"claim 1 grid: {s['n_points']} points (d in {s['ds']}, D <= {s['max_D']}), "
-             f"{s['n_passed']} pass; computed {s['computed']}, reused {s['reused']}, "
+    b = s.get("budget") or {}
+    cens = s.get("censored") or {}
+    t_max = s.get("t_max") or 1e15
+    nan = float("nan")
+    h = ref.get("horizon") or {}
+    t_err = ((ref.get("times") or {}).get("error") or {})
+    lines = [f"claim 1 grid: {s['n_points']} points (d in {s['ds']}, D <= "
+             f"{s.get('verdict_max_D', s['max_D'])}), {s['n_passed']} pass at the horizon "
+             f"t = {t_max:.0e}; computed {s['computed']}, reused {s['reused']}, "
              f"{s['wall_seconds']:.1f} s wall, {s['cell_seconds']:.1f} s in cells "
-             f"({s.get('cell_cpu_seconds', float('nan')):.1f} s CPU)",
-             f"regime q <= 0.5, L >= 3: {s['n_regime_passed']}/{s['n_regime']} pass"
-             + (f" ({100 * frac:.1f} %, needs >= 90 %)" if frac is not None else ""),
+             f"({s.get('cell_cpu_seconds', nan):.1f} s CPU: GD reading "
+             f"{s.get('gd_cpu_seconds', nan):.1f}, flow {s.get('flow_cpu_seconds', nan):.1f})",
+             f"regime q <= 0.5, L >= 3, at the horizon: {s['n_regime_passed']}/{s['n_regime']} "
+             f"pass" + _pct(s.get("regime_fraction")),
              f"reference (L, C, d) = {tuple(s['reference_key'])}: "
              + ("not in the grid" if not ref else
-                f"{'pass' if ref['passed'] else 'FAIL'} at step {ref['steps']}, share "
-                f"{ref.get('share', float('nan')):.3f}, error/Bayes "
-                f"{ref.get('error_over_bayes') or float('nan'):.3f}"),
-             f"share >= 0.9 at the stop: {100 * (s['fraction_share_ge_0_9'] or 0):.1f} % of the "
-             f"points",
-             "verdict: " + ("PREVIEW (reduced grid, no verdict)" if s["preview"] else
-                            ("PASS" if s["passed"] else "FAIL"))]
+                f"{'pass' if ref['passed'] else 'FAIL'} ({ref.get('limit_class')}), "
+                f"error/Bayes {h.get('error_over_bayes') or nan:.4f}, share "
+                f"{h.get('share') or nan:.3f} at the horizon; time to 1.3 x Bayes "
+                + ("censored" if t_err.get("censored") else f"{t_err.get('time') or nan:.3g}")
+                + " steps"),
+             f"limit classes: {_counts(s.get('classes'))}; regime: "
+             f"{_counts(s.get('regime_classes'))}",
+             "censored at the horizon (all points): "
+             + ", ".join(f"{k} {v}" for k, v in cens.items() if v is not None),
+             "verdict at the horizon: " + ("PREVIEW (reduced grid, no verdict)" if s["preview"]
+                                           else ("PASS" if s["passed"] else "FAIL"))]
+    cause = None if s.get("passed") else grid_cause(s)
+    if cause is not None:
+        lines.append(f"cause ({cause[0]}) {CAUSES[cause[0]]}: {cause[1]}")
+    if b.get("n_points"):
+        lines.append(f"beside it, within {b['max_steps']:,} GD steps (a budget reading, not the "
+                     f"verdict): {b['n_passed']}/{b['n_points']} pass, regime "
+                     f"{b['n_regime_passed']}/{b['n_regime']}"
+                     + (f" ({100 * b['regime_fraction']:.1f} %)"
+                        if b.get("regime_fraction") is not None else "")
+                     + (f", reference at step {b['reference_steps']}"
+                        if b.get("reference_passed") else ", reference fails"
+                        if b.get("reference_passed") is False else "")
+                     + f"; the budget's rule would {'pass' if b.get('passed') else 'fail'}")
     if s["regime_failures"]:
         lines.append("failing regime points (L, C, d): "
                      + ", ".join(str(tuple(x)) for x in s["regime_failures"]))
     if s["outside_failures"]:
         lines.append("failing points outside the regime: "
                      + ", ".join(str(tuple(x)) for x in s["outside_failures"]))
+    ext = s.get("extended")
+    if ext:
+        lines.append(f"beyond the declared grid (32 < D <= {ext['max_D']}, not counted): "
+                     f"{ext['n_passed']}/{ext['n_points']} pass, regime "
+                     f"{ext['n_regime_passed']}/{ext['n_regime']}; classes "
+                     f"{_counts(ext['classes'])}")
+    if s.get("flow_not_reached"):
+        lines.append("flows that stopped before the horizon: "
+                     + ", ".join(str(tuple(x)) for x in s["flow_not_reached"]))
     lines += [f"figure: {p}" for p in s.get("figures", [])]
     return "\n".join(lines)
