@@ -82,8 +82,8 @@ PER_DECADE = 20
 #: The certified bound on M grad R relative to |M grad R| (SPEC section 6).
 REL_BOUND = 1e-2
 #: The solver's relative and absolute tolerances on (alpha, a, b, c).
-RTOL = 1e-6
-ATOL = 1e-8
+RTOL = 1e-5
+ATOL = 1e-7
 #: Problems with at most this many multisets are enumerated completely (bound 0).
 COMPLETE_MAX = 200_000
 #: How far past the horizon the flow may go to decide its limit class (GD steps).
