@@ -61,19 +61,16 @@ def gd_steps(r: dict):
     return b.get("steps") if b.get("passed") else "censored"
 
 
-def _outline(ax, cells: set, **kw) -> None:
-    """The boundary of a union of unit cells (C, L) centred on integers."""
+def _outline(ax, cells: set, against: set | None = None, **kw) -> None:
+    """The boundary of a union of unit cells (C, L) centred on integers (only where it meets
+    the cells ``against``, when given)."""
     segs = []
     for (C, L) in cells:
         x0, x1, y0, y1 = C - 0.5, C + 0.5, L - 0.5, L + 0.5
-        if (C - 1, L) not in cells:
-            segs.append([(x0, y0), (x0, y1)])
-        if (C + 1, L) not in cells:
-            segs.append([(x1, y0), (x1, y1)])
-        if (C, L - 1) not in cells:
-            segs.append([(x0, y0), (x1, y0)])
-        if (C, L + 1) not in cells:
-            segs.append([(x0, y1), (x1, y1)])
+        for nb, seg in (((C - 1, L), [(x0, y0), (x0, y1)]), ((C + 1, L), [(x1, y0), (x1, y1)]),
+                        ((C, L - 1), [(x0, y0), (x1, y0)]), ((C, L + 1), [(x0, y1), (x1, y1)])):
+            if nb not in cells and (against is None or nb in against):
+                segs.append(seg)
     if segs:
         ax.add_collection(LineCollection(segs, **kw))
 
@@ -95,16 +92,20 @@ def _panel(ax, pts: list[dict], value, failed, norm, cmap, n_max: int, ref_key) 
     if bad:
         ax.scatter([r["C"] for r in bad], [r["L"] for r in bad], marker="X", s=34,
                    facecolors="black", edgecolors="white", linewidths=0.6, zorder=4)
-    _outline(ax, {(r["C"], r["L"]) for r in pts if r["in_regime"]}, colors="black",
+    drawn = [r for r in pts if value(r) is not None]
+    _outline(ax, {(r["C"], r["L"]) for r in drawn if r["in_regime"]}, colors="black",
              linewidths=1.6, zorder=5)
     ref = [r for r in pts if (r["L"], r["C"], r["d"]) == ref_key]
     if ref:
         ax.scatter([ref[0]["C"]], [ref[0]["L"]], marker="o", s=150, facecolors="none",
                    edgecolors="#D55E00", linewidths=1.8, zorder=6)
-    if any(r["L"] * r["C"] > _DECLARED_D for r in pts):
-        # the staircase D = L C <= 32 (the declared grid) against the points beyond it
-        _outline(ax, {(r["C"], r["L"]) for r in pts if r["L"] * r["C"] <= _DECLARED_D},
-                 colors="#444444", linewidths=1.0, linestyles="--", zorder=3)
+    beyond = {(r["C"], r["L"]) for r in pts if r["L"] * r["C"] > _DECLARED_D}
+    if beyond:
+        # the staircase D = L C = 32 between the declared grid and the points beyond it
+        inside = {(r["C"], r["L"]) for r in pts if r["L"] * r["C"] <= _DECLARED_D}
+        for color, width in (("white", 3.2), ("black", 1.4)):
+            _outline(ax, inside, beyond, colors=color, linewidths=width,
+                     linestyles="solid" if color == "white" else (0, (2.5, 1.5)), zorder=7)
     ticks = [t for t in (2, 4, 6, 8, 10, 12, 14, 16, 20, 24) if t <= n_max]
     ax.set_xticks(ticks)
     ax.set_yticks(ticks)
@@ -155,9 +156,11 @@ def plot(records: list[dict], summary: dict | None = None):
             k_all = sum(value(r) is not None and not failed(r) for r in declared)
             k_reg = sum(value(r) is not None and not failed(r) for r in reg)
             what = "pass" if name == "flow" else "within the budget"
+            ext = [r for r in pts if r["L"] * r["C"] > _DECLARED_D and value(r) is not None]
             ax.set_title((f"{names[name]}\n" if side else "")
-                         + f"d = {d}: {k_all}/{len(declared)} {what}\nregime {k_reg}/{len(reg)}",
-                         fontsize=9)
+                         + f"d = {d}: {k_all}/{len(declared)} {what}\nregime {k_reg}/{len(reg)}"
+                         + (f"; beyond D = 32: {sum(not failed(r) for r in ext)}/{len(ext)}"
+                            if ext else ""), fontsize=9)
             ax.set_xlabel("C (set size)", fontsize=8)
             if side or j == 0:
                 ax.set_ylabel(("" if side else f"{names[name]}\n") + "L (number of sets)",
@@ -183,7 +186,7 @@ def plot(records: list[dict], summary: dict | None = None):
                       markeredgecolor="#D55E00", markeredgewidth=1.8, markersize=9,
                       label=f"reference {ref_key}")]
     if any(r["L"] * r["C"] > _DECLARED_D for r in records):
-        handles.append(Line2D([], [], color="#444444", linestyle="--",
+        handles.append(Line2D([], [], color="black", linestyle=(0, (2.5, 1.5)),
                               label="D = 32 (beyond: reported, not counted)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8)
     fig.suptitle(_title(summary), fontsize=9.5)
