@@ -54,6 +54,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -98,6 +99,8 @@ TOL_FLOOR = 1e-14
 BAYES_FACTOR = 1.3
 LIMIT_CLASSES = ("association", "other sets", "converged", "tie", "undecided")
 METHODS = {"LSODA": LSODA, "Radau": Radau, "BDF": BDF}
+#: Restarts of a failed solver (each with 10 x tighter tolerances) before the flow gives up.
+_RESTARTS = 3
 #: Tightenings of a truncated evaluation's tolerance before the flow gives up.
 _RETRIES = 8
 
@@ -146,6 +149,7 @@ class FlowTrajectory:
     D: int
     segments: list = field(default_factory=list, repr=False)
     tail: dict = field(default_factory=dict, repr=False)
+    restarts: list = field(default_factory=list)
 
     ARRAYS = ("t", "alpha", "a", "b", "c", "risk", "error", "bound", "rel_bound", "speed",
               "topc_rows", "share", "Pd", "Qs", "R")
@@ -179,7 +183,9 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
     per_decade : records per decade of t (>= 1), plus t = 0 and t_max.
     diagonal : ``"fixed"`` freezes a (the paper's Simplification 3.1), ``"trained"`` moves it.
     rel_bound : certified bound on M grad R over its norm, for truncated evaluations.
-    rtol, atol : the solver's tolerances.
+    rtol, atol : the solver's tolerances. A solver that fails (LSODA's "unexpected istate", say)
+        is restarted from its last accepted point with 10 x tighter tolerances, up to 3 times
+        (``restarts`` records where and why).
     method : ``"LSODA"``, ``"Radau"`` or ``"BDF"``.
     complete_max : enumerate completely up to this many multisets, else truncate.
     decide_until : when the last decade before the horizon does not decide the limit class,
@@ -297,16 +303,29 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
     t0 = time.perf_counter()
     status, s_now, steps = "ok", 0.0, 0
     segments: list = []
+    restarts: list = []
     bar = progress_bar(total=n_main, desc=desc, enable=progress)
     try:
         record(0.0, y0, rows)
         bar.update(1)
         nxt, done = 1, False
+        tols = [rtol, atol]
         solver = METHODS[method](rhs, 0.0, y0, float(s_rec[-1]), rtol=rtol, atol=atol)
         while solver.status == "running" and nxt < len(t_rec) and not done:
-            msg = solver.step()
+            with warnings.catch_warnings():
+                # a failing LSODA warns before it fails; the failure is handled just below
+                warnings.filterwarnings("ignore", message="lsoda", category=UserWarning)
+                msg = solver.step()
             steps += 1
             if solver.status == "failed":
+                if len(restarts) < _RESTARTS:
+                    # restart from the last accepted point with 10 x tighter tolerances
+                    tols = [tols[0] / 10.0, tols[1] / 10.0]
+                    restarts.append({"t": math.expm1(float(solver.t)), "message": str(msg),
+                                     "rtol": tols[0], "atol": tols[1]})
+                    solver = METHODS[method](rhs, float(solver.t), np.array(solver.y),
+                                             float(s_rec[-1]), rtol=tols[0], atol=tols[1])
+                    continue
                 status = f"solver failed at t = {math.expm1(solver.t):.3g}: {msg}"
                 break
             dense = solver.dense_output()
@@ -342,7 +361,8 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                           solver_steps=steps, max_rel_bound=float(state["max_rel"]),
                           complete=bool(complete), method=method, rtol=float(rtol),
                           atol=float(atol), seconds=time.perf_counter() - t0,
-                          diagonal=diagonal, D=D, segments=segments, tail=arrays_of(tail))
+                          diagonal=diagonal, D=D, segments=segments, tail=arrays_of(tail),
+                          restarts=restarts)
 
 
 def _slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -445,7 +465,7 @@ def flow_reading(tr: FlowTrajectory, bayes: float, eps: float = 0.1) -> dict:
         "max_rel_bound": tr.max_rel_bound, "rel_bound_rule": REL_BOUND,
         "max_bound": float(np.max(tr.bound)) if has else None,
         "solver": {"method": tr.method, "rtol": tr.rtol, "atol": tr.atol,
-                   "variable": "s = ln(1 + t)"},
+                   "variable": "s = ln(1 + t)", "restarts": list(tr.restarts)},
         "seconds": tr.seconds}
 
 

@@ -166,3 +166,35 @@ def test_past_the_horizon_the_flow_only_decides_the_limit():
     assert got["class"] != "undecided" and np.all(go_on.tail["t"] > 30.0)
     assert got["decided_at"] == go_on.tail["t"][-1]
     assert flow_reading(go_on, 0.01)["horizon"]["t"] == 30.0
+
+
+def test_a_failed_solver_restarts_with_tighter_tolerances(monkeypatch):
+    """A solver failure (LSODA's 'unexpected istate' seen at (8, 4, 1024)) restarts from the last
+    accepted point with 10 x tighter tolerances; the path is the same flow."""
+    from patchassoc.simulations.engines.population import flow as F
+    real = F.METHODS["LSODA"]
+    calls = {"made": 0}
+
+    class FailsOnce(real):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            calls["made"] += 1
+            self._n = 0
+
+        def step(self):
+            self._n += 1
+            if calls["made"] == 1 and self._n == 40:
+                self.status = "failed"
+                return "injected failure"
+            return super().step()
+
+    monkeypatch.setitem(F.METHODS, "LSODA", FailsOnce)
+    args = _args()
+    tr = population_flow(*args, eta_v=REF.eta_v, eta_Q=REF.eta_Q, t_max=1e6)
+    monkeypatch.setitem(F.METHODS, "LSODA", real)
+    ref = population_flow(*args, eta_v=REF.eta_v, eta_Q=REF.eta_Q, t_max=1e6)
+    assert tr.status == "ok" and len(tr.restarts) == 1 and calls["made"] == 2
+    assert tr.restarts[0]["message"] == "injected failure" and tr.restarts[0]["rtol"] < F.RTOL
+    assert np.allclose(tr.b, ref.b, rtol=1e-3, atol=1e-4)
+
+
