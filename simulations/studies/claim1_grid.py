@@ -381,13 +381,14 @@ def _classes(records) -> dict:
 
 def _kind(r: dict) -> str:
     """Why a point fails at the horizon: ``moving`` (not at its limit yet, cause (i)): class
-    undecided, or class association (b - c still growing like ln t) with Def. 2.2 not yet in
-    every row or error/Bayes still falling by more than ``FALLING`` over the last decade;
+    undecided, a flow that stopped before the horizon (a solver failure: not reached), or class
+    association (b - c still growing like ln t) with Def. 2.2 not yet in every row or error/Bayes
+    still falling by more than ``FALLING`` over the last decade;
     ``converged`` (it reached a limit that fails, cause (ii)): class converged, other sets or
     tie, or association with a horizon reading that fails and has stopped improving."""
     cls = _class(r)
-    if cls in ("undecided", "n/a"):
-        return "moving"
+    if cls in ("undecided", "n/a") or (r.get("flow") and not r["flow"].get("reached", True)):
+        return "moving"  # a flow that stopped before the horizon has not reached it either
     if cls == "association":
         tr = r.get("trend") or {}
         e0, e1 = tr.get("error_over_bayes_from"), tr.get("error_over_bayes_to")
@@ -585,6 +586,10 @@ def grid_cause(grid: dict) -> tuple[str, str] | None:
                     f"{_range(mt.get('error_over_bayes_from'))} to "
                     f"{_range(mt.get('error_over_bayes_to'))}, share from "
                     f"{_range(mt.get('share_from'))} to {_range(mt.get('share_to'))}")
+        stopped = [k for k in moving if k in (grid.get("flow_not_reached") or [])]
+        if stopped:
+            mov_text += (f"; {len(stopped)} of them because the flow stopped before the horizon "
+                         f"(solver): {_points(stopped)}")
     if ii_alone and converged:
         why = conv_text + (" - enough on their own to fail the rule" if ref_kind != "converged"
                            else ", the reference point among them")
@@ -682,6 +687,10 @@ def claim1(grid: dict | None, structure: Structure | None = None, pop: dict | No
     if grid.get("regime_failures"):
         detail = "failing regime points at the horizon (L, C, d): " + _points(
             grid["regime_failures"])
+    if grid.get("flow_not_reached"):
+        detail += ("; " if detail else "") + (
+            "flows that stopped before the horizon (solver; the point fails): "
+            + _points(grid["flow_not_reached"]))
     ext = grid.get("extended")
     if ext:
         detail += ("; " if detail else "") + (
@@ -803,6 +812,8 @@ def readings(s: dict) -> dict[str, str]:
           f"{_counts(s.get('regime_classes') or {})}."
         + cause_text
         + (f" Failing regime points (L, C, d): {_points(regime_fail)}." if regime_fail else "")
+        + (f" The flow stopped before the horizon (a solver failure; the point fails) at "
+           f"{_points(s['flow_not_reached'])}." if s.get("flow_not_reached") else "")
         + (f" Outside the regime {len(outside)} points fail (drawn with a cross)." if outside
            else " Every point outside the regime passes too.")
         + (f" The colour is log10 of the flow's time to error <= 1.3 x Bayes + bound (the time "

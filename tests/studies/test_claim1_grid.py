@@ -351,3 +351,17 @@ def test_beyond_the_budget_D_a_point_is_read_by_the_flow_alone(tmp_path):
     assert grid_map.gd_steps(rec) is None
     with pytest.raises(ValueError, match="budget-max-D"):
         cg.compute(tmp_path, ds=(64,), max_D=4, budget_max_D=16)
+
+
+def test_a_flow_that_stopped_before_the_horizon_has_not_reached_it():
+    recs = _regime(n_pass=8)
+    stopped = [_rec(c.L, c.C, c.d, reached=False) for c in _REGIME_CELLS[20:22]]
+    s = cg.grid_summary(recs + stopped)
+    assert not s["passed"] and s["flow_not_reached"] == [[r["L"], r["C"], r["d"]]
+                                                         for r in stopped]
+    code, why = cg.grid_cause(s)
+    assert code == "i" and "2 of them because the flow stopped before the horizon" in why
+    rec = cg.claim1(s, _S())
+    assert "flows that stopped before the horizon" in rec["detail"]
+    s.update(ds=[64, 256, 1024, 4096], max_D=32)
+    assert "The flow stopped before the horizon" in cg.readings(s)["claim1_grid"]
