@@ -69,7 +69,8 @@ from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.config import Config, preset
 from patchassoc.theory.structure import Structure
 from patchassoc.simulations.engines.criteria import CRITERIA, time_to
-from patchassoc.simulations.engines.population.flow import T_MAX, flow_reading, run_flow
+from patchassoc.simulations.engines.population.flow import (FLOW_VERSION, T_MAX, flow_reading,
+                                                          run_flow)
 from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.executor import default_jobs
@@ -149,7 +150,7 @@ class GridTask:
     budget_max_D: int = MAX_D
 
     def fingerprint(self) -> str:
-        return fingerprint({"protocol": PROTOCOL, **asdict(self)})
+        return fingerprint({"protocol": PROTOCOL, "flow": FLOW_VERSION, **asdict(self)})
 
 
 def grid_cells(ds: Sequence[int] = DS, max_D: int = MAX_D) -> list[GridCell]:

@@ -64,7 +64,7 @@ from patchassoc.theory.solutions import sign_of_sum_error
 from patchassoc.simulations.engines.criteria import CRITERIA
 from patchassoc.simulations.engines.population.exact import evaluate, plan
 from patchassoc.simulations.engines.population.flow import (
-    PER_DECADE, T_MAX, flow_reading, run_flow)
+    FLOW_VERSION, PER_DECADE, T_MAX, flow_reading, run_flow)
 from patchassoc.simulations.engines.population.trajectory import (
     initial_point, phases, population_descent)
 from patchassoc.simulations.engines.sampled_descent import train
@@ -329,7 +329,7 @@ class ScalingTask:
     def fingerprint(self) -> str:
         data = asdict(self)
         data.pop("folder")
-        return fingerprint({"protocol": PROTOCOL, **data})
+        return fingerprint({"protocol": PROTOCOL, "flow": FLOW_VERSION, **data})
 
     def steps(self, d: int) -> int:
         T = steps_for(d, self.steps_per_log)

@@ -74,8 +74,12 @@ from patchassoc.simulations.runtime.results import save_folder
 __all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_reading",
            "limit_class", "flow_times", "T_MAX",
            "PER_DECADE", "REL_BOUND", "RTOL", "ATOL", "COMPLETE_MAX", "SLOPE_MIN", "STILL",
-           "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR", "DECIDE_UNTIL"]
+           "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR", "DECIDE_UNTIL",
+           "FLOW_VERSION"]
 
+#: Version of the flow's numbers: studies put it in their cells' fingerprints, so that cells
+#: computed by an older engine are recomputed, never reused.
+FLOW_VERSION = "flow-4"
 #: Default horizon, in GD steps (SPEC section 6).
 T_MAX = 1e15
 #: Records per decade of t (SPEC: >= 20).
@@ -257,7 +261,12 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         raise _Stationary()
 
     def rhs(s, y):
-        v, _, rel = evaluate(y)
+        try:
+            v, _, rel = evaluate(y)
+        except (OverflowError, ZeroDivisionError) as exc:
+            # a wild trial point of the solver (alpha ~ 1e7, say) overflows a bound: the step
+            # cannot be taken, and the flow stops there with what it recorded
+            raise FloatingPointError(str(exc)) from exc
         state["max_rel"] = max(state["max_rel"], rel)
         if not np.all(np.isfinite(v)):
             raise FloatingPointError("non-finite gradient")
