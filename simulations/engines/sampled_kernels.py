@@ -14,17 +14,29 @@ thread count, and the serial driver (small inputs) gives the same numbers as the
 inputs).
 
 A step is bound by one read of X from memory (N D d entries; ``patchassoc bench`` times it
-against ``X @ v``). X is read once: each sample's D x d block is still in cache for its
-grad_v update, and while that update runs, the next sample's block is prefetched (data past
-:data:`PREFETCH_MIN_BYTES`), so the memory keeps streaming during that arithmetic. The
-arithmetic is strict IEEE float64 (no fastmath, no fused multiply-add) and yet vectorized: the
-two passes over a sample, U = X_n v (two rows side by side) and grad_v += X_n^T (A^T G) (32
-entries side by side), are explicit LLVM vector code with their accumulators in SIMD registers
-(:func:`_dots_simd`, :func:`_axpy_sample_simd`), in an order stated by their plain-Python twins
-(:func:`_dots`, :func:`_axpy_lanes`); the other inner loops are elementwise over contiguous
-memory, which LLVM vectorizes without reordering anything. So the compiled kernels give the
-same bits as their source run as plain Python (``NUMBA_DISABLE_JIT=1``; tested), on any
-machine.
+against the fastest read of X it finds). X is read once: each sample's D x d block (32 KiB at
+D = 16, d = 256) is read from memory by the projections U = X_n v and is still in the first-level
+cache for its grad_v update. Per sample, in order:
+
+- U = X_n v, four rows side by side (:func:`_dots_simd`);
+- z = A U, act(z), act'(z) and the margin (:func:`_matvec_simd`, :func:`_act_simd`), the
+  logistic loss, G = y l'(m) act'(z) / N, A^T G and dA += G U^T (:func:`_outer_add_simd`);
+- grad_v += X_n^T (A^T G), 64 entries of grad_v side by side (:func:`_axpy_sample_simd`).
+
+The next sample's block is prefetched meanwhile (data past :data:`PREFETCH_MIN_BYTES`): every
+other cache line of it while U is computed, the others during the grad_v update, so the memory
+keeps streaming during the arithmetic. The threads never touch a reference count in the sample
+loop: a chunk sees its arrays through borrowed views (:func:`_borrowed`), for the shared inputs
+(X, v, A) would otherwise have their counts updated by every thread at every helper call, an
+atomic operation on a cache line the two cores pass back and forth.
+
+The arithmetic is strict IEEE float64 (no fastmath, no fused multiply-add) and yet vectorized:
+every loop above is explicit LLVM vector code (eight doubles per vector) with its accumulators in
+SIMD registers, computing the order of operations stated by its plain-Python twin (``_dots_py``,
+``_matvec_py``, ``_act_py``, ``_outer_add_py``, ``_axpy_lanes_py``): several sums side by side
+in vector lanes, never one sum reassociated. So the compiled kernels give the same bits as their
+source run as plain Python (``NUMBA_DISABLE_JIT=1``; tested), on any machine, and the same bits as
+the earlier kernels of this module, which summed in the same order with narrower vectors.
 
 X may be stored in float32 (:func:`check_data` with ``dtype=np.float32``): half the memory and
 the traffic; the products are still float64 (the float32 values convert exactly), so the result
@@ -43,12 +55,14 @@ import numpy as np
 from llvmlite import ir
 from numba import errors, types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
 
-from patchassoc.simulations.engines._jit import N_CHUNKS, jit, pjit, prange
+from patchassoc.simulations.engines._jit import N_CHUNKS, inline_jit, jit, pjit, prange
 from patchassoc.simulations.engines._scalar import logistic as _logistic
 
-__all__ = ["loss_and_grad", "margins", "softmax_rows", "grad_logits", "check_data"]
+__all__ = ["loss_and_grad", "margins", "projections", "softmax_rows", "grad_logits",
+           "check_data"]
 
 
 @jit
@@ -83,37 +97,68 @@ def _grad_logits(A, gA):
 
 
 #: Lanes of a dot product (:func:`_dot_lanes`): lane w sums the terms k = w (mod LANES) in
-#: order, as four vectors of four doubles held in SIMD registers.
+#: order, as two vectors of eight doubles held in SIMD registers.
 LANES = 16
 
+#: Rows of a sample whose projections are summed side by side (:func:`_dots_simd`).
+ROWS = 4
+
 #: Data of at least this many bytes is streamed from memory with software prefetch: while a
-#: sample's block is read from cache for its grad_v update, the next sample's block is requested
-#: (:func:`_axpy_sample_simd`), so the memory is busy during that arithmetic too. Smaller data
+#: sample is processed, the next sample's block is requested, half of its cache lines during
+#: the projections and half during the grad_v update (:func:`_dots_simd`,
+#: :func:`_axpy_sample_simd`), so the memory is busy during the arithmetic too. Smaller data
 #: sits in the caches, where the hardware prefetcher suffices and a software prefetch is an
-#: extra instruction (measured at D = 16, d = 256, one thread: about 5 % slower up to 8 MiB,
-#: faster from 16 MiB on). A prefetch is a hint: it never changes a value.
+#: extra instruction (measured at D = 16, d = 256, one thread, with load on the machine: 1 to
+#: 18 % slower up to 8 MiB, 17 to 24 % faster from 16 MiB to 125 MiB). A prefetch is a hint: it
+#: never changes a value.
 PREFETCH_MIN_BYTES = 1 << 24
 
+#: Doubles per vector of the generated code (a 512-bit register; LLVM splits the vectors on
+#: machines with narrower ones, which changes no result).
+_W = 8
+
+#: Vectors of grad_v summed side by side in :func:`_axpy_sample_simd` (64 entries).
+_AXPY_VECS = 8
+
 _I32 = ir.IntType(32)
-_VEC = ir.VectorType(ir.DoubleType(), 4)
+_VEC = ir.VectorType(ir.DoubleType(), _W)
 
 
-def _load4(context, builder, arr, aty, off):
-    """Four consecutive entries of ``arr`` from ``off`` as a <4 x double> (float32 converted
+def _load(context, builder, arr, aty, off):
+    """_W consecutive entries of ``arr`` from ``off`` as a vector of doubles (float32 converted
     exactly)."""
     ety = context.get_data_type(aty.dtype)
-    ptr = builder.bitcast(builder.gep(arr.data, [off]), ir.VectorType(ety, 4).as_pointer())
+    ptr = builder.bitcast(builder.gep(arr.data, [off]), ir.VectorType(ety, _W).as_pointer())
     val = builder.load(ptr, align=4 if aty.dtype == types.float32 else 8)
     return val if aty.dtype == types.float64 else builder.fpext(val, _VEC)
 
 
-def _prefetch(builder, ptr):
-    """llvm.prefetch of the cache line holding ``ptr``: read, to all cache levels, data."""
+def _load_f64(builder, arr, off):
+    """_W consecutive doubles of ``arr`` from ``off``."""
+    return builder.load(builder.bitcast(builder.gep(arr.data, [off]), _VEC.as_pointer()), align=8)
+
+
+def _store_f64(builder, value, arr, off):
+    builder.store(value, builder.bitcast(builder.gep(arr.data, [off]), _VEC.as_pointer()),
+                  align=8)
+
+
+def _splat(builder, x):
+    """A vector of _W copies of the scalar ``x``."""
+    vec = ir.Constant(ir.VectorType(x.type, _W), ir.Undefined)
+    for i in range(_W):
+        vec = builder.insert_element(vec, x, ir.Constant(_I32, i))
+    return vec
+
+
+def _prefetch(builder, xa, index):
+    """llvm.prefetch of the cache line holding entry ``index`` of X: read, to all cache levels,
+    data."""
     i8p = ir.IntType(8).as_pointer()
     fnty = ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32])
     fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-    builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(_I32, 0), ir.Constant(_I32, 3),
-                      ir.Constant(_I32, 1)])
+    builder.call(fn, [builder.bitcast(builder.gep(xa.data, [index]), i8p), ir.Constant(_I32, 0),
+                      ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
 
 
 def _is_data(arr, ndim, dtypes=(types.float64, types.float32)):
@@ -121,13 +166,63 @@ def _is_data(arr, ndim, dtypes=(types.float64, types.float32)):
             and arr.dtype in dtypes)
 
 
+def _is_f64(*arrs):
+    return all(isinstance(a, types.Array) and a.layout == "C" and a.dtype == types.float64
+               for a in arrs)
+
+
+def _vector_groups(builder, count, body):
+    """Cover entries 0 .. count-1 by body(first, k): groups of k = 4 vectors of _W entries, then
+    one group of the 1 to 3 vectors left, then body(first, 0) for each of the count mod _W
+    entries left (k = 0: one scalar)."""
+    it = count.type
+    w = ir.Constant(it, _W)
+    vectors = builder.udiv(count, w)
+    with cgutils.for_range(builder, builder.udiv(vectors, ir.Constant(it, 4))) as lp:
+        body(builder.mul(lp.index, ir.Constant(it, 4 * _W)), 4)
+    rem = builder.urem(vectors, ir.Constant(it, 4))
+    start = builder.mul(builder.sub(vectors, rem), w)
+    for k in range(1, 4):
+        with builder.if_then(builder.icmp_unsigned("==", rem, ir.Constant(it, k))):
+            body(start, k)
+    with cgutils.for_range_slice(builder, builder.mul(vectors, w), count, ir.Constant(it, 1),
+                                 inc=True) as (index, _):
+        body(index, 0)
+
+
+# -- borrowed views ----------------------------------------------------------------------------
+def _borrowed_py(a):
+    """The array itself (plain Python); compiled, :func:`_borrowed_simd`."""
+    return a
+
+
+@intrinsic
+def _borrowed_simd(typingctx, arr):
+    """A view of ``arr`` without a reference to its memory: Numba then updates no reference
+    count for it (the count is NULL), where it would for the array itself at every call that
+    passes it. Only for arrays that outlive the view: arguments of the calling function."""
+    if not isinstance(arr, types.Array):
+        raise errors.TypingError("_borrowed needs an array")
+    sig = arr(arr)
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(arr)(context, builder, args[0])
+        out = context.make_array(arr)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides,
+                       itemsize=src.itemsize, meminfo=None, parent=None)
+        return out._getvalue()
+
+    return sig, codegen
+
+
+# -- U = X_n v ---------------------------------------------------------------------------------
 def _dot_lanes(x, v, nb):
     """sum_{k < LANES nb} x_k v_k in the fixed order of the compiled kernel (plain Python).
 
     Lane w (0 <= w < 16) accumulates x_k v_k for k = w, w + 16, ... in order; the lanes are then
     added as t_w = (l_w + l_{w+8}) + (l_{w+4} + l_{w+12}) and (t_0 + t_2) + (t_1 + t_3). This is
-    the definition; compiled code computes exactly this with IEEE operations on 4-double vectors
-    (:func:`_dots_simd`).
+    the definition; compiled code computes exactly this with IEEE operations on vectors of
+    eight doubles (:func:`_dots_simd`).
     """
     acc = [0.0] * 16
     for b in range(nb):
@@ -138,19 +233,25 @@ def _dot_lanes(x, v, nb):
     return (t[0] + t[2]) + (t[1] + t[3])
 
 
-def _dots(U, X, n, v, nb):
+def _dots_py(U, X, n, v, nb, prefetch):
     """U_j = :func:`_dot_lanes` (X[n, j], v, nb) for every row j of sample n (plain Python; the
-    compiled kernel calls :func:`_dots_simd`, which computes the same, and runs this only under
-    NUMBA_DISABLE_JIT)."""
+    compiled kernel calls :func:`_dots_simd`, which computes the same). ``prefetch`` only moves
+    data into the caches."""
     for j in range(X.shape[1]):
         U[j] = _dot_lanes(X[n, j], v, nb)
 
 
 @intrinsic
-def _dots_simd(typingctx, U, X, n, v, nb):
-    """LLVM vector code for :func:`_dots`: two rows at a time, each with its four <4 x double>
-    accumulators in registers (eight independent chains, so the adds are not bound by their
-    latency; every row's sum keeps the order of :func:`_dot_lanes`), one load of v for both.
+def _dots_simd(typingctx, U, X, n, v, nb, prefetch):
+    """LLVM vector code for :func:`_dots_py`: ROWS rows at a time, each row's 16 lanes in two
+    <8 x double> accumulators held in registers (eight independent chains, so the adds are not
+    bound by their latency; every row's sum keeps the order of :func:`_dot_lanes`), one load of
+    v for all rows. The reduction a = lanes 0-7 + lanes 8-15, then t = a_0-3 + a_4-7, is
+    t_w = (l_w + l_{w+8}) + (l_{w+4} + l_{w+12}).
+
+    If ``prefetch`` is not 0, the line at that offset (in entries) from the start of each block
+    of 16 entries read is requested with llvm.prefetch: every other 64-byte line of the next
+    sample for float64 X, every line for float32 X.
 
     Numba's LLVM pipeline has the SLP vectorizer off and strict floating point forbids the loop
     vectorizer to reorder a reduction, so a scalar loop stays one dependency chain; written with
@@ -158,19 +259,23 @@ def _dots_simd(typingctx, U, X, n, v, nb):
     and fadd: no reassociation, no fused multiply-add)."""
     if not (_is_data(U, 1, (types.float64,)) and _is_data(X, 3) and _is_data(v, 1)):
         raise errors.TypingError("_dots_simd needs C-contiguous float arrays")
-    sig = types.void(U, X, types.intp, v, types.intp)
+    sig = types.void(U, X, types.intp, v, types.intp, types.intp)
 
     def codegen(context, builder, signature, args):
         Ua = context.make_array(signature.args[0])(context, builder, args[0])
         xty, vty = signature.args[1], signature.args[3]
         xa = context.make_array(xty)(context, builder, args[1])
         va = context.make_array(vty)(context, builder, args[3])
-        n, nb = args[2], args[4]
+        n, nb, pf = args[2], args[4], args[5]
         it = nb.type
         _, D, d = cgutils.unpack_tuple(builder, xa.shape, 3)
-        zero = ir.Constant(_VEC, [0.0] * 4)
+        zero = ir.Constant(_VEC, [0.0] * _W)
         base = builder.mul(n, builder.mul(D, d))
-        accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(4)] for _ in range(2)]
+        accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(2)]
+                for _ in range(ROWS)]
+        do_pf = builder.icmp_signed("!=", pf, ir.Constant(it, 0))
+        low = ir.Constant(ir.VectorType(_I32, 4), [0, 1, 2, 3])
+        high = ir.Constant(ir.VectorType(_I32, 4), [4, 5, 6, 7])
 
         def rows(first, count):
             """U[first + r] for r < count, the rows summed side by side."""
@@ -180,103 +285,44 @@ def _dots_simd(typingctx, U, X, n, v, nb):
                 for acc in accs[r]:
                     builder.store(zero, acc)
             with cgutils.for_range(builder, nb) as lb:
-                off = builder.mul(lb.index, ir.Constant(it, 16))
-                for i in range(4):
-                    o = builder.add(off, ir.Constant(it, 4 * i))
-                    vv = _load4(context, builder, va, vty, o)
+                off = builder.mul(lb.index, ir.Constant(it, LANES))
+                with builder.if_then(do_pf, likely=True):
                     for r in range(count):
-                        x = _load4(context, builder, xa, xty, builder.add(starts[r], o))
+                        _prefetch(builder, xa, builder.add(builder.add(starts[r], off), pf))
+                for i in range(2):
+                    o = builder.add(off, ir.Constant(it, _W * i))
+                    vv = _load(context, builder, va, vty, o)
+                    for r in range(count):
+                        x = _load(context, builder, xa, xty, builder.add(starts[r], o))
                         acc = accs[r][i]
                         builder.store(builder.fadd(builder.load(acc), builder.fmul(x, vv)), acc)
             for r in range(count):
-                l0, l4, l8, l12 = (builder.load(acc) for acc in accs[r])
-                t = builder.fadd(builder.fadd(l0, l8), builder.fadd(l4, l12))
+                a = builder.fadd(builder.load(accs[r][0]), builder.load(accs[r][1]))
+                t = builder.fadd(builder.shuffle_vector(a, a, low),
+                                 builder.shuffle_vector(a, a, high))
                 e = [builder.extract_element(t, ir.Constant(_I32, i)) for i in range(4)]
                 s = builder.fadd(builder.fadd(e[0], e[2]), builder.fadd(e[1], e[3]))
                 builder.store(s, builder.gep(Ua.data, [builder.add(first, ir.Constant(it, r))]))
 
-        two = ir.Constant(it, 2)
-        with cgutils.for_range(builder, builder.udiv(D, two)) as lp:
-            rows(builder.mul(lp.index, two), 2)
-        with builder.if_then(builder.icmp_unsigned("!=", builder.urem(D, two),
-                                                   ir.Constant(it, 0))):
-            rows(builder.sub(D, ir.Constant(it, 1)), 1)
+        group = ir.Constant(it, ROWS)
+        with cgutils.for_range(builder, builder.udiv(D, group)) as lp:
+            rows(builder.mul(lp.index, group), ROWS)
+        rem = builder.urem(D, group)
+        last = builder.sub(D, rem)
+        for count in range(1, ROWS):
+            with builder.if_then(builder.icmp_unsigned("==", rem, ir.Constant(it, count))):
+                rows(last, count)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-@overload(_dots, jit_options={"cache": True})
-def _dots_jit(U, X, n, v, nb):
-    def impl(U, X, n, v, nb):
-        _dots_simd(U, X, n, v, nb)
-    return impl
-
-
-@jit
-def _dot_short(x, v):
-    """<x, v> of a row shorter than LANES: four interleaved scalar accumulators, then
-    (a0 + a1) + (a2 + a3)."""
-    d = x.shape[0]
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    k = 0
-    while k + 4 <= d:
-        a0 += x[k] * v[k]
-        a1 += x[k + 1] * v[k + 1]
-        a2 += x[k + 2] * v[k + 2]
-        a3 += x[k + 3] * v[k + 3]
-        k += 4
-    while k < d:
-        a0 += x[k] * v[k]
-        k += 1
-    return (a0 + a1) + (a2 + a3)
-
-
-@jit
-def _project(U, X, n, v):
-    """U_j = <v, X_nj> for every row j of sample n, each in a fixed order: :func:`_dot_lanes`
-    over the first LANES * (d // LANES) terms, then the d mod LANES others in order, added last;
-    rows shorter than LANES by :func:`_dot_short`. The order depends on d only, never on the
-    thread count or the machine, so the result is the same bit for bit on every run."""
-    D, d = X.shape[1], X.shape[2]
-    nb = d // LANES
-    if nb == 0:
-        for j in range(D):
-            U[j] = _dot_short(X[n, j], v)
-        return
-    _dots(U, X, n, v, nb)
-    o = nb * LANES
-    if o < d:
-        for j in range(D):
-            t = 0.0
-            for k in range(o, d):
-                t += X[n, j, k] * v[k]
-            U[j] = U[j] + t
-
-
-@jit
-def _powers(t, p):
-    """(t^(p-1), t^p) for an integer p >= 1, by repeated squaring (no libm call)."""
-    r = 1.0
-    b = t
-    e = p - 1
-    while e > 0:
-        if e & 1:
-            r *= b
-        b *= b
-        e >>= 1
-    return r, r * t
-
-
-def _axpy_lanes(gv, gu, X, n, nb, prefetch):
+# -- grad_v += X_n^T gu ------------------------------------------------------------------------
+def _axpy_lanes_py(gv, gu, X, n, nb, prefetch):
     """gv_k += sum_j gu_j X[n, j, k] for k < LANES nb, in the fixed order of the compiled
     kernel (plain Python): for each k, t = sum over j = 0, 1, ... in order, then gv_k += t.
     ``prefetch`` (an offset in entries to the data to request, or 0) only moves data into the
-    caches. Compiled code calls :func:`_axpy_sample_simd`; this runs only under
-    NUMBA_DISABLE_JIT."""
+    caches. Compiled code calls :func:`_axpy_sample_simd`."""
     Xn = X[n]
     for k in range(LANES * nb):
         t = 0.0
@@ -287,13 +333,15 @@ def _axpy_lanes(gv, gu, X, n, nb, prefetch):
 
 @intrinsic
 def _axpy_sample_simd(typingctx, gv, gu, X, n, nb, prefetch):
-    """LLVM vector code for :func:`_axpy_lanes`: 32 consecutive k in eight <4 x double>
-    registers (16 for the last block if nb is odd), summed over the D rows, then added to gv
-    once (one store per entry and sample). Several k side by side change no sum's order.
+    """LLVM vector code for :func:`_axpy_lanes_py`: 64 consecutive k in eight <8 x double>
+    registers (fewer for the last block if 16 nb is not a multiple of 64), summed over the D
+    rows, then added to gv once (one store per entry and sample). Several k side by side change
+    no sum's order.
 
-    If ``prefetch`` is not 0, each row's lines at that offset (the next sample's block) are
-    requested with llvm.prefetch as the row is read: the memory streams in the next sample while
-    this one's arithmetic runs from cache."""
+    If ``prefetch`` is not 0 and X is float64, the lines at that offset that
+    :func:`_dots_simd` does not request (the second 64 bytes of every 128) are requested as
+    each row is read: the memory streams in the next sample while this one's arithmetic runs
+    from cache."""
     if not (_is_data(gv, 1, (types.float64,)) and _is_data(gu, 1, (types.float64,))
             and _is_data(X, 3)):
         raise errors.TypingError("_axpy_sample_simd needs C-contiguous float arrays")
@@ -308,57 +356,300 @@ def _axpy_sample_simd(typingctx, gv, gu, X, n, nb, prefetch):
         it = nb.type
         _, D, d = cgutils.unpack_tuple(builder, xa.shape, 3)
         base_n = builder.mul(n, builder.mul(D, d))
-        zero = ir.Constant(_VEC, [0.0] * 4)
-        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(8)]
-        bytes_per = 4 if xty.dtype == types.float32 else 8
+        zero = ir.Constant(_VEC, [0.0] * _W)
+        accs = [cgutils.alloca_once_value(builder, zero) for _ in range(_AXPY_VECS)]
         do_pf = builder.icmp_signed("!=", pf, ir.Constant(it, 0))
+        split = xty.dtype == types.float64
 
         def block(col, k):
-            """gv[col : col + 4 k] += sum_j gu_j X[n, j, col : col + 4 k]."""
+            """gv[col : col + _W k] += sum_j gu_j X[n, j, col : col + _W k]."""
             for acc in accs[:k]:
                 builder.store(zero, acc)
             with cgutils.for_range(builder, D) as lj:
-                g = builder.load(builder.gep(gua.data, [lj.index]))
-                gvec = ir.Constant(_VEC, ir.Undefined)
-                for i in range(4):
-                    gvec = builder.insert_element(gvec, g, ir.Constant(_I32, i))
+                gvec = _splat(builder, builder.load(builder.gep(gua.data, [lj.index])))
                 row = builder.add(builder.add(base_n, builder.mul(lj.index, d)), col)
-                with builder.if_then(do_pf, likely=True):
-                    ahead = builder.add(row, pf)
-                    for h in range(0, 4 * k, 64 // bytes_per):
-                        _prefetch(builder, builder.gep(xa.data,
-                                                       [builder.add(ahead, ir.Constant(it, h))]))
+                if split:
+                    with builder.if_then(do_pf, likely=True):
+                        ahead = builder.add(row, pf)
+                        for h in range(_W, _W * k, 2 * _W):
+                            _prefetch(builder, xa, builder.add(ahead, ir.Constant(it, h)))
                 for i, acc in enumerate(accs[:k]):
-                    x = _load4(context, builder, xa, xty, builder.add(row, ir.Constant(it, 4 * i)))
+                    x = _load(context, builder, xa, xty, builder.add(row, ir.Constant(it, _W * i)))
                     builder.store(builder.fadd(builder.load(acc), builder.fmul(gvec, x)), acc)
             for i, acc in enumerate(accs[:k]):
-                off = builder.add(col, ir.Constant(it, 4 * i))
-                ptr = builder.bitcast(builder.gep(gva.data, [off]), _VEC.as_pointer())
-                builder.store(builder.fadd(builder.load(ptr, align=8), builder.load(acc)), ptr,
-                              align=8)
+                off = builder.add(col, ir.Constant(it, _W * i))
+                _store_f64(builder, builder.fadd(_load_f64(builder, gva, off), builder.load(acc)),
+                           gva, off)
 
-        two = ir.Constant(it, 2)
-        with cgutils.for_range(builder, builder.udiv(nb, two)) as lw:
-            block(builder.mul(lw.index, ir.Constant(it, 32)), 8)
-        with builder.if_then(builder.icmp_unsigned("!=", builder.urem(nb, two),
-                                                   ir.Constant(it, 0))):
-            block(builder.mul(builder.sub(nb, ir.Constant(it, 1)), ir.Constant(it, 16)), 4)
+        per = _AXPY_VECS * _W // LANES          # blocks of LANES entries in a full block
+        full = ir.Constant(it, per)
+        with cgutils.for_range(builder, builder.udiv(nb, full)) as lw:
+            block(builder.mul(lw.index, ir.Constant(it, per * LANES)), _AXPY_VECS)
+        rem = builder.urem(nb, full)
+        col = builder.mul(builder.sub(nb, rem), ir.Constant(it, LANES))
+        for count in range(1, per):
+            with builder.if_then(builder.icmp_unsigned("==", rem, ir.Constant(it, count))):
+                block(col, count * LANES // _W)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-@overload(_axpy_lanes, jit_options={"cache": True})
-def _axpy_lanes_jit(gv, gu, X, n, nb, prefetch):
-    def impl(gv, gu, X, n, nb, prefetch):
-        _axpy_sample_simd(gv, gu, X, n, nb, prefetch)
-    return impl
+# -- the head: z = A U, act, the gradient in A --------------------------------------------------
+def _matvec_py(out, M, x):
+    """out_i = sum_j M[j, i] x_j for every i, each sum from 0.0 in the order j = 0, 1, ...
+    (plain Python; compiled, :func:`_matvec_simd`)."""
+    for i in range(out.shape[0]):
+        out[i] = 0.0
+    for j in range(x.shape[0]):
+        xj = x[j]
+        for i in range(out.shape[0]):
+            out[i] += M[j, i] * xj
 
 
+@intrinsic
+def _matvec_simd(typingctx, out, M, x):
+    """LLVM vector code for :func:`_matvec_py`: up to 32 entries of ``out`` side by side in
+    four <8 x double> accumulators held in registers, each a chain over j in order (the last
+    out.size mod 8 entries one by one, in the same order)."""
+    if not _is_f64(out, M, x):
+        raise errors.TypingError("_matvec_simd needs C-contiguous float64 arrays")
+    sig = types.void(out, M, x)
+
+    def codegen(context, builder, signature, args):
+        oa, ma, xa = (context.make_array(t)(context, builder, a)
+                      for t, a in zip(signature.args, args))
+        (size,) = cgutils.unpack_tuple(builder, oa.shape, 1)
+        (rows,) = cgutils.unpack_tuple(builder, xa.shape, 1)
+        it = size.type
+        dbl = ir.DoubleType()
+
+        def body(first, k):
+            zero = ir.Constant(_VEC, [0.0] * _W) if k else ir.Constant(dbl, 0.0)
+            accs = [cgutils.alloca_once_value(builder, zero) for _ in range(max(k, 1))]
+            for acc in accs:
+                builder.store(zero, acc)
+            with cgutils.for_range(builder, rows) as lj:
+                xj = builder.load(builder.gep(xa.data, [lj.index]))
+                xv = _splat(builder, xj) if k else xj
+                row = builder.add(builder.mul(lj.index, size), first)
+                for i, acc in enumerate(accs):
+                    at = builder.add(row, ir.Constant(it, _W * i))
+                    mv = _load_f64(builder, ma, at) if k else builder.load(builder.gep(ma.data,
+                                                                                       [at]))
+                    builder.store(builder.fadd(builder.load(acc), builder.fmul(mv, xv)), acc)
+            for i, acc in enumerate(accs):
+                at = builder.add(first, ir.Constant(it, _W * i))
+                if k:
+                    _store_f64(builder, builder.load(acc), oa, at)
+                else:
+                    builder.store(builder.load(acc), builder.gep(oa.data, [at]))
+
+        _vector_groups(builder, size, body)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _outer_add_py(gA, G, U):
+    """gA_ij += G_i U_j (plain Python; compiled, :func:`_outer_add_simd`)."""
+    for i in range(G.shape[0]):
+        gi = G[i]
+        for j in range(U.shape[0]):
+            gA[i, j] += gi * U[j]
+
+
+@intrinsic
+def _outer_add_simd(typingctx, gA, G, U):
+    """LLVM vector code for :func:`_outer_add_py`, eight j side by side."""
+    if not _is_f64(gA, G, U):
+        raise errors.TypingError("_outer_add_simd needs C-contiguous float64 arrays")
+    sig = types.void(gA, G, U)
+
+    def codegen(context, builder, signature, args):
+        ga, Ga, Ua = (context.make_array(t)(context, builder, a)
+                      for t, a in zip(signature.args, args))
+        (rows,) = cgutils.unpack_tuple(builder, Ga.shape, 1)
+        (cols,) = cgutils.unpack_tuple(builder, Ua.shape, 1)
+        it = cols.type
+        with cgutils.for_range(builder, rows) as li:
+            gi = builder.load(builder.gep(Ga.data, [li.index]))
+            gvec = _splat(builder, gi)
+            row = builder.mul(li.index, cols)
+
+            def body(first, k):
+                for i in range(max(k, 1)):
+                    o = builder.add(first, ir.Constant(it, _W * i))
+                    at = builder.add(row, o)
+                    if k:
+                        prod = builder.fmul(gvec, _load_f64(builder, Ua, o))
+                        _store_f64(builder, builder.fadd(_load_f64(builder, ga, at), prod), ga, at)
+                    else:
+                        ptr = builder.gep(ga.data, [at])
+                        prod = builder.fmul(gi, builder.load(builder.gep(Ua.data, [o])))
+                        builder.store(builder.fadd(builder.load(ptr), prod), ptr)
+
+            _vector_groups(builder, cols, body)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _act_py(z, G, p, nu):
+    """G_i = act'(z_i) for every i; return sum_i act(z_i), summed from 0.0 in the order
+    i = 0, 1, ... (plain Python; compiled, :func:`_act_simd`). The powers are
+    :func:`_powers`'."""
+    f = 0.0
+    for i in range(z.shape[0]):
+        zp1, zp = _powers(z[i], p)
+        f += zp + nu * z[i]
+        G[i] = p * zp1 + nu
+    return f
+
+
+@intrinsic
+def _act_simd(typingctx, z, G, p, nu):
+    """LLVM vector code for :func:`_act_py`: the powers of eight z_i side by side (the
+    squarings of :func:`_powers`, lane by lane), then their terms added to the sum one lane
+    after the other, in the order of i."""
+    if not _is_f64(z, G):
+        raise errors.TypingError("_act_simd needs C-contiguous float64 arrays")
+    sig = types.float64(z, G, types.intp, types.float64)
+
+    def codegen(context, builder, signature, args):
+        za = context.make_array(signature.args[0])(context, builder, args[0])
+        Ga = context.make_array(signature.args[1])(context, builder, args[1])
+        p, nu = args[2], args[3]
+        (size,) = cgutils.unpack_tuple(builder, za.shape, 1)
+        it = size.type
+        dbl = ir.DoubleType()
+        f = cgutils.alloca_once_value(builder, ir.Constant(dbl, 0.0))
+        pf = builder.sitofp(p, dbl)
+
+        def body(first, k):
+            for i in range(max(k, 1)):
+                o = builder.add(first, ir.Constant(it, _W * i))
+                if k:
+                    t = _load_f64(builder, za, o)
+                    one, nuv, pv = (_splat(builder, ir.Constant(dbl, 1.0)), _splat(builder, nu),
+                                    _splat(builder, pf))
+                else:
+                    t = builder.load(builder.gep(za.data, [o]))
+                    one, nuv, pv = ir.Constant(dbl, 1.0), nu, pf
+                # _powers: r = 1, b = t, e = p - 1; while e > 0: (r *= b if e odd), b *= b, e >>= 1
+                r_ = cgutils.alloca_once_value(builder, one)
+                b_ = cgutils.alloca_once_value(builder, t)
+                e_ = cgutils.alloca_once_value(builder, p)
+                builder.store(one, r_)
+                builder.store(t, b_)
+                builder.store(builder.sub(p, ir.Constant(it, 1)), e_)
+                cond = builder.append_basic_block("powers.cond")
+                loop = builder.append_basic_block("powers.body")
+                done = builder.append_basic_block("powers.done")
+                builder.branch(cond)
+                builder.position_at_end(cond)
+                e = builder.load(e_)
+                builder.cbranch(builder.icmp_signed(">", e, ir.Constant(it, 0)), loop, done)
+                builder.position_at_end(loop)
+                b = builder.load(b_)
+                odd = builder.icmp_unsigned("!=", builder.and_(e, ir.Constant(it, 1)),
+                                            ir.Constant(it, 0))
+                with builder.if_then(odd):
+                    builder.store(builder.fmul(builder.load(r_), b), r_)
+                builder.store(builder.fmul(b, b), b_)
+                builder.store(builder.ashr(e, ir.Constant(it, 1)), e_)
+                builder.branch(cond)
+                builder.position_at_end(done)
+                zp1 = builder.load(r_)
+                term = builder.fadd(builder.fmul(zp1, t), builder.fmul(nuv, t))
+                g = builder.fadd(builder.fmul(pv, zp1), nuv)
+                if k:
+                    _store_f64(builder, g, Ga, o)
+                    for lane in range(_W):
+                        lane_term = builder.extract_element(term, ir.Constant(_I32, lane))
+                        builder.store(builder.fadd(builder.load(f), lane_term), f)
+                else:
+                    builder.store(g, builder.gep(Ga.data, [o]))
+                    builder.store(builder.fadd(builder.load(f), term), f)
+
+        _vector_groups(builder, size, body)
+        return builder.load(f)
+
+    return sig, codegen
+
+
+# Compiled code calls the intrinsics, plain Python (NUMBA_DISABLE_JIT=1) their twins.
+if numba.config.DISABLE_JIT:
+    _borrowed, _dots, _axpy_lanes = _borrowed_py, _dots_py, _axpy_lanes_py
+    _matvec, _outer_add, _act = _matvec_py, _outer_add_py, _act_py
+else:
+    _borrowed, _dots, _axpy_lanes = _borrowed_simd, _dots_simd, _axpy_sample_simd
+    _matvec, _outer_add, _act = _matvec_simd, _outer_add_simd, _act_simd
+
+
+# -- one sample ---------------------------------------------------------------------------------
 @jit
+def _dot_short(X, n, j, v):
+    """<X[n, j], v> of a row shorter than LANES: four interleaved scalar accumulators, then
+    (a0 + a1) + (a2 + a3)."""
+    d = X.shape[2]
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    k = 0
+    while k + 4 <= d:
+        a0 += X[n, j, k] * v[k]
+        a1 += X[n, j, k + 1] * v[k + 1]
+        a2 += X[n, j, k + 2] * v[k + 2]
+        a3 += X[n, j, k + 3] * v[k + 3]
+        k += 4
+    while k < d:
+        a0 += X[n, j, k] * v[k]
+        k += 1
+    return (a0 + a1) + (a2 + a3)
+
+
+@inline_jit
+def _project(U, X, n, v, prefetch):
+    """U_j = <v, X_nj> for every row j of sample n, each in a fixed order: :func:`_dot_lanes`
+    over the first LANES * (d // LANES) terms, then the d mod LANES others in order, added last;
+    rows shorter than LANES by :func:`_dot_short`. The order depends on d only, never on the
+    thread count or the machine, so the result is the same bit for bit on every run."""
+    D, d = X.shape[1], X.shape[2]
+    nb = d // LANES
+    if nb == 0:
+        for j in range(D):
+            U[j] = _dot_short(X, n, j, v)
+        return
+    _dots(U, X, n, v, nb, prefetch)
+    o = nb * LANES
+    if o < d:
+        for j in range(D):
+            t = 0.0
+            for k in range(o, d):
+                t += X[n, j, k] * v[k]
+            U[j] = U[j] + t
+
+
+@inline_jit
+def _powers(t, p):
+    """(t^(p-1), t^p) for an integer p >= 1, by repeated squaring (no libm call)."""
+    r = 1.0
+    b = t
+    e = p - 1
+    while e > 0:
+        if e & 1:
+            r *= b
+        b *= b
+        e >>= 1
+    return r, r * t
+
+
+@inline_jit
 def _axpy_rows(gv, gu, X, n, prefetch):
     """gv += sum_j gu_j X[n, j]: for each k the D terms summed in order j = 0, 1, ..., then
-    added to gv_k (:func:`_axpy_lanes` for the first LANES * (d // LANES) entries, the same
+    added to gv_k (:func:`_axpy_lanes_py` for the first LANES * (d // LANES) entries, the same
     order in a scalar loop for the others). ``prefetch``: see :func:`_axpy_sample_simd`."""
     D, d = X.shape[1], X.shape[2]
     nb = d // LANES
@@ -371,47 +662,45 @@ def _axpy_rows(gv, gu, X, n, prefetch):
         gv[k] += t
 
 
-@jit
-def _head(U, yn, A, AT, p, nu, z, G):
-    """Given U = X_n v of one sample: z = A U, G = act'(z); return the margin m = y f(X_n).
-
-    z is summed as z += A[:, j] U_j (the columns of A are the rows of AT): an elementwise loop
-    over i that vectorizes, in the fixed order j = 0, 1, ..."""
-    D = U.shape[0]
-    for i in range(D):
-        z[i] = 0.0
-    for j in range(D):
-        uj = U[j]
-        col = AT[j]
-        for i in range(D):
-            z[i] += col[i] * uj
-    f = 0.0
-    for i in range(D):
-        zp1, zp = _powers(z[i], p)
-        f += zp + nu * z[i]
-        G[i] = p * zp1 + nu
-    return yn * f
+@inline_jit
+def _head(U, yn, AT, p, nu, z, G):
+    """Given U = X_n v of one sample: z = A U (:func:`_matvec_py`, from the rows of AT = A^T),
+    G = act'(z); return the margin m = y f(X_n) (:func:`_act_py`)."""
+    _matvec(z, AT, U)
+    return yn * _act(z, G, p, nu)
 
 
 @jit
-def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA, prefetch):
+def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA, work, prefetch):
     """Add samples lo..hi-1 to the accumulators gv, gA; return their (loss, error) sums.
 
+    ``work`` is a (4, D) scratch array. The arrays are passed on as borrowed views (no
+    reference counting in the sample loop, see the module docstring): they are this call's
+    arguments, so they outlive it."""
+    return _accumulate_rows(_borrowed(X), _borrowed(y), _borrowed(v), _borrowed(A),
+                            _borrowed(AT), p, nu, lo, hi, _borrowed(gv), _borrowed(gA),
+                            _borrowed(work), prefetch)
+
+
+@jit
+def _accumulate_rows(X, y, v, A, AT, p, nu, lo, hi, gv, gA, work, prefetch):
+    """The sample loop of :func:`_accumulate`.
+
     X is read from memory once: the update grad_v += sum_j gu_j X_nj (:func:`_axpy_rows`) finds
-    the sample's D x d block (32 KiB at D = 16, d = 256) still in cache after the dot products
-    U = X_n v (:func:`_project`), and, if ``prefetch``, requests the next sample's block
-    meanwhile. Every inner loop runs over contiguous memory and is elementwise, so it
-    vectorizes; the order of every sum is fixed by (lo, hi, D, d) alone."""
+    the sample's D x d block still in cache after the dot products U = X_n v
+    (:func:`_project`), and, if ``prefetch``, the next sample's block is requested meanwhile.
+    The order of every sum is fixed by (lo, hi, D, d) alone."""
     N, D, d = X.shape
-    U = np.empty(D)
-    z = np.empty(D)
-    G = np.empty(D)
-    gu = np.empty(D)
+    U = work[0]
+    z = work[1]
+    G = work[2]
+    gu = work[3]
     loss = 0.0
     err = 0.0
     for n in range(lo, hi):
-        _project(U, X, n, v)
-        m = _head(U, y[n], A, AT, p, nu, z, G)
+        pf = D * d if prefetch and n + 1 < N else 0
+        _project(U, X, n, v, pf)
+        m = _head(U, y[n], AT, p, nu, z, G)
         l, dl = _logistic(m)
         loss += l
         if m < 0:
@@ -421,16 +710,9 @@ def _accumulate(X, y, v, A, AT, p, nu, lo, hi, gv, gA, prefetch):
         g = y[n] * dl / N
         for i in range(D):
             G[i] *= g
-        for j in range(D):
-            gu[j] = 0.0
-        for i in range(D):
-            gi = G[i]
-            row = A[i]
-            gArow = gA[i]
-            for j in range(D):
-                gArow[j] += gi * U[j]
-                gu[j] += gi * row[j]
-        _axpy_rows(gv, gu, X, n, D * d if prefetch and n + 1 < N else 0)
+        _matvec(gu, A, G)        # gu_j = sum_i G_i A_ij
+        _outer_add(gA, G, U)     # gA_ij += G_i U_j
+        _axpy_rows(gv, gu, X, n, pf)
     return loss, err
 
 
@@ -473,12 +755,14 @@ def _loss_grad_serial(X, y, v, A, p, nu):
     err_c = np.zeros(N_CHUNKS)
     gv_c = np.zeros((N_CHUNKS, d))
     gA_c = np.zeros((N_CHUNKS, D, D))
+    work = np.empty((N_CHUNKS, 4, D))
     prefetch = X.size * X.itemsize >= PREFETCH_MIN_BYTES
     for c in range(N_CHUNKS):
         if c * N // N_CHUNKS == (c + 1) * N // N_CHUNKS:
             continue  # an empty chunk (N < N_CHUNKS) adds nothing: its accumulators stay 0
         loss_c[c], err_c[c] = _accumulate(X, y, v, A, AT, p, nu, c * N // N_CHUNKS,
-                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c], prefetch)
+                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c], work[c],
+                                          prefetch)
     return _merge(loss_c, err_c, gv_c, gA_c, N)
 
 
@@ -490,10 +774,12 @@ def _loss_grad_parallel(X, y, v, A, p, nu):
     err_c = np.zeros(N_CHUNKS)
     gv_c = np.zeros((N_CHUNKS, d))
     gA_c = np.zeros((N_CHUNKS, D, D))
+    work = np.empty((N_CHUNKS, 4, D))
     prefetch = X.size * X.itemsize >= PREFETCH_MIN_BYTES
     for c in prange(N_CHUNKS):
         loss_c[c], err_c[c] = _accumulate(X, y, v, A, AT, p, nu, c * N // N_CHUNKS,
-                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c], prefetch)
+                                          (c + 1) * N // N_CHUNKS, gv_c[c], gA_c[c], work[c],
+                                          prefetch)
     return _merge(loss_c, err_c, gv_c, gA_c, N)
 
 
@@ -521,21 +807,28 @@ def _step_quantities(X, y, v, Q, p, nu):
 
 
 @jit
-def _margins_range(X, y, v, A, p, nu, lo, hi, out):
-    D = X.shape[1]
-    AT = _transpose(A)
-    U = np.empty(D)
-    z = np.empty(D)
-    G = np.empty(D)
+def _margins_range(X, y, v, AT, p, nu, lo, hi, out, work):
+    """out[n] = the margin of sample n for lo <= n < hi (``work``: a (3, D) scratch array),
+    computed by the kernels of the step, on borrowed views."""
+    _margins_rows(_borrowed(X), _borrowed(y), _borrowed(v), _borrowed(AT), p, nu, lo, hi,
+                  _borrowed(out), _borrowed(work))
+
+
+@jit
+def _margins_rows(X, y, v, AT, p, nu, lo, hi, out, work):
+    U = work[0]
+    z = work[1]
+    G = work[2]
     for n in range(lo, hi):
-        _project(U, X, n, v)
-        out[n] = _head(U, y[n], A, AT, p, nu, z, G)
+        _project(U, X, n, v, 0)
+        out[n] = _head(U, y[n], AT, p, nu, z, G)
 
 
 @jit
 def _margins_serial(X, y, v, A, p, nu):
     out = np.empty(X.shape[0])
-    _margins_range(X, y, v, A, p, nu, 0, X.shape[0], out)
+    work = np.empty((3, X.shape[1]))
+    _margins_range(X, y, v, _transpose(A), p, nu, 0, X.shape[0], out, work)
     return out
 
 
@@ -543,8 +836,40 @@ def _margins_serial(X, y, v, A, p, nu):
 def _margins_parallel(X, y, v, A, p, nu):
     N = X.shape[0]
     out = np.empty(N)
+    AT = _transpose(A)
+    work = np.empty((N_CHUNKS, 3, X.shape[1]))
     for c in prange(N_CHUNKS):
-        _margins_range(X, y, v, A, p, nu, c * N // N_CHUNKS, (c + 1) * N // N_CHUNKS, out)
+        _margins_range(X, y, v, AT, p, nu, c * N // N_CHUNKS, (c + 1) * N // N_CHUNKS, out,
+                       work[c])
+    return out
+
+
+@jit
+def _projections_range(X, v, lo, hi, out):
+    """out[n] = X_n v for lo <= n < hi, by :func:`_project` (the step's projections, the same
+    bits), on borrowed views."""
+    _projections_rows(_borrowed(X), _borrowed(v), lo, hi, _borrowed(out))
+
+
+@jit
+def _projections_rows(X, v, lo, hi, out):
+    for n in range(lo, hi):
+        _project(out[n], X, n, v, 0)
+
+
+@jit
+def _projections_serial(X, v):
+    out = np.empty((X.shape[0], X.shape[1]))
+    _projections_range(X, v, 0, X.shape[0], out)
+    return out
+
+
+@pjit
+def _projections_parallel(X, v):
+    N = X.shape[0]
+    out = np.empty((N, X.shape[1]))
+    for c in prange(N_CHUNKS):
+        _projections_range(X, v, c * N // N_CHUNKS, (c + 1) * N // N_CHUNKS, out)
     return out
 
 
@@ -655,3 +980,19 @@ def margins(X, y, v, A, p: int, nu: float, *, data_checked: bool = False) -> np.
     X, y, v, A, p, nu = _check_model_args(X, y, v, A, p, nu, data_checked)
     kernel = _margins_parallel if _threaded(X) else _margins_serial
     return kernel(X, y, v, A, p, nu)
+
+
+def projections(X, v, *, data_checked: bool = False) -> np.ndarray:
+    """U = X v, the (N, D) projections of every patch on v, as the step computes them (the
+    same bits; threaded for large X). One read of X: ``patchassoc bench`` times it as a floor
+    of the step. ``data_checked`` as in :func:`loss_and_grad` (y is not needed)."""
+    if data_checked:
+        if not (isinstance(X, np.ndarray) and X.dtype in DATA_DTYPES and X.ndim == 3
+                and X.flags.c_contiguous):
+            raise ValueError("data_checked=True needs X as returned by check_data")
+    else:
+        X = _as_f64("X", X, 3)
+    v = _as_f64("v", v, 1)
+    if v.shape != (X.shape[2],):
+        raise ValueError(f"v must have shape ({X.shape[2]},), got {v.shape}")
+    return (_projections_parallel if _threaded(X) else _projections_serial)(X, v)

@@ -87,7 +87,8 @@ def _public_kernel_descent(data, theta, v, p, nu, eta_v, eta_Q, steps, gram, fix
 
 
 @pytest.mark.parametrize("gram, fixed, d",
-                         [(False, False, 20), (False, True, 37), (True, False, 16)])
+                         [(False, False, 20), (False, True, 37), (True, False, 16),
+                          (False, True, 73)])
 def test_gradient_descent_is_the_public_kernels_step_bit_for_bit(gram, fixed, d):
     rng = np.random.default_rng(d)
     S = random_partition(2, 3, rng)

@@ -56,6 +56,61 @@ def _assert_kernel_matches_numpy(data, v, A, p, nu) -> dict:
     return out
 
 
+def _loop_reference(X, y, v, A, p, nu):
+    """Loss, error and gradients by the chain rule, one sample at a time, in plain NumPy: the
+    slow, obviously correct reference (no shared code with the kernels or theory.model)."""
+    N, D, d = X.shape
+    loss, err = 0.0, 0.0
+    grad_v, grad_A = np.zeros(d), np.zeros((D, D))
+    for n in range(N):
+        U = X[n] @ v                                 # U_j = <v, X_nj>
+        z = A @ U                                    # z_i = sum_j A_ij U_j
+        m = y[n] * np.sum(z**p + nu * z)             # margin y f(X_n)
+        loss += np.logaddexp(0.0, -m)                # l(m) = log(1 + e^-m)
+        err += 1.0 if m < 0 else (0.5 if m == 0 else 0.0)
+        dl = -np.exp(-np.logaddexp(0.0, m))          # l'(m) = -1 / (1 + e^m)
+        G = y[n] * dl * (p * z ** (p - 1) + nu) / N  # d(l / N) / dz_i
+        grad_A += np.outer(G, U)                     # dz_i / dA_ij = U_j
+        grad_v += X[n].T @ (A.T @ G)                 # dz_i / dv = sum_j A_ij X_nj
+    grad_Q = A * (grad_A - np.sum(A * grad_A, axis=1, keepdims=True))  # row softmax
+    return {"loss": loss / N, "error": err / N, "grad_v": grad_v, "grad_A": grad_A,
+            "grad_Q": grad_Q}
+
+
+#: (L, C, d, n) of the loop-reference check: the reference size's D = 16 and d = 256 with
+#: n = 600 (above PARALLEL_MIN_ENTRIES and PREFETCH_MIN_BYTES: the threaded, prefetching path),
+#: odd sizes with tails everywhere, and rows shorter than LANES.
+LOOP_CASES = [(4, 4, 256, 600), (3, 5, 83, 37), (2, 3, 5, 11), (1, 1, 16, 5)]
+
+
+@pytest.mark.parametrize("L, C, d, n", LOOP_CASES)
+def test_kernel_matches_a_loop_over_samples(L, C, d, n):
+    """The kernels (both drivers, and the step of gradient descent) against the loop reference,
+    to the rounding of two summation orders (tests/scales.py, KERNEL_VS_NUMPY_REL)."""
+    data, v, Q, _ = _problem(11, L=L, C=C, d=d, n=n, sigma=1 / np.sqrt(d), scale=3 / np.sqrt(d))
+    A = kernels.softmax_rows(Q)
+    X, y = kernels.check_data(data.X, data.y)
+    ref = _loop_reference(X, y, v, A, 5, 0.03)
+    m = kernels.margins(X, y, v, A, 5, 0.03)
+    assert 0.05 < np.mean(m < 0) < 0.95 or n < 20  # margins of both signs: a real test
+    sc = scales(X, y, v, A, 5, 0.03)
+    out = kernels.loss_and_grad(X, y, v, A, 5, 0.03, data_checked=True)
+    step = kernels._step_quantities(X, y, v, Q, 5, 0.03)
+    for driver in (kernels._loss_grad_serial, kernels._loss_grad_parallel):
+        loss, err, gv, gA = driver(X, y, v, A, 5, 0.03)
+        assert loss == out["loss"] and np.array_equal(gv, out["grad_v"])
+        assert np.array_equal(gA, out["grad_A"])
+    assert step[1] == out["loss"] and np.array_equal(step[3], out["grad_v"])
+    assert out["loss"] == pytest.approx(ref["loss"], rel=KERNEL_VS_NUMPY_REL)
+    assert out["error"] == ref["error"]
+    for key in ("grad_v", "grad_A", "grad_Q"):
+        assert within(out[key] - ref[key], getattr(sc, key), KERNEL_VS_NUMPY_REL), key
+    # the comparison can fail: one sample's gradient left out is far outside the bound
+    short = _loop_reference(X[1:], y[1:], v, A, 5, 0.03)
+    assert not within(out["grad_v"] - short["grad_v"] * (n - 1) / n, sc.grad_v,
+                      KERNEL_VS_NUMPY_REL)
+
+
 @given(Q=st.lists(st.floats(-700, 700), min_size=16, max_size=16))
 def test_softmax_rows_sum_to_one(Q):
     Q = np.array(Q).reshape(4, 4)
@@ -186,8 +241,10 @@ def test_data_checked_requires_prepared_arrays():
 
 # -- the vectorized lane path (rows of length d >= kernels.LANES) ---------------------------------
 #: Row lengths around the lane width: one block, one block plus a tail, several blocks with and
-#: without a tail. Rows shorter than LANES take the scalar path the tests above exercise.
-LANE_DS = (kernels.LANES, kernels.LANES + 1, 2 * kernels.LANES + 5, 3 * kernels.LANES)
+#: without a tail, a full block of 64 entries of grad_v (4 LANES) and one more with a tail. Rows
+#: shorter than LANES take the scalar path the tests above exercise.
+LANE_DS = (kernels.LANES, kernels.LANES + 1, 2 * kernels.LANES + 5, 3 * kernels.LANES,
+           4 * kernels.LANES, 5 * kernels.LANES + 3)
 
 
 @given(seed=st.integers(0, 2**32 - 1), d=st.sampled_from(LANE_DS), p=st.sampled_from([3, 5]),
@@ -212,10 +269,19 @@ def test_lane_path_catches_a_wrong_row_entry():
     assert not within(out["grad_v"] - ref["grad_v"], sc.grad_v, KERNEL_VS_NUMPY_REL)
 
 
-def test_parallel_driver_is_bit_identical_whatever_the_thread_count():
-    data, v, Q, _ = _problem(7, L=2, C=3, d=kernels.LANES + 7, n=203)
+#: (L, C, d, n) of the thread-count test: a tail of d mod LANES entries; four-row groups of U
+#: and a full 64-entry block of grad_v with a tail (D = 16 as at the reference size); and the
+#: prefetching path (X of 17 MiB, past PREFETCH_MIN_BYTES).
+THREAD_CASES = [(2, 3, kernels.LANES + 7, 203), (4, 4, 4 * kernels.LANES + 9, 203),
+                (4, 4, 16 * kernels.LANES, 540)]
+
+
+@pytest.mark.parametrize("L, C, d, n", THREAD_CASES)
+def test_parallel_driver_is_bit_identical_whatever_the_thread_count(L, C, d, n):
+    data, v, Q, _ = _problem(7, L=L, C=C, d=d, n=n, sigma=1 / np.sqrt(d), scale=2.0)
     A = kernels.softmax_rows(Q)
     args = (data.X, data.y, v, A, 5, 0.03)
+    assert (data.X.nbytes >= kernels.PREFETCH_MIN_BYTES) == (n == 540)
     serial = kernels._loss_grad_serial(*args)
     before = numba.get_num_threads()
     try:
@@ -225,8 +291,43 @@ def test_parallel_driver_is_bit_identical_whatever_the_thread_count():
             assert par[0] == serial[0] and par[1] == serial[1]
             assert np.array_equal(par[2], serial[2]) and np.array_equal(par[3], serial[3])
             assert np.array_equal(kernels._margins_parallel(*args), kernels._margins_serial(*args))
+            assert np.array_equal(kernels._projections_parallel(data.X, v),
+                                  kernels._projections_serial(data.X, v))
     finally:
         numba.set_num_threads(before)
+
+
+def _chunk_sums(X, y, v, A, p, nu):
+    """The per-chunk (loss, error, grad_v, grad_A) sums of the drivers, chunk by chunk."""
+    N, D, d = X.shape
+    AT = np.ascontiguousarray(A.T)
+    out = []
+    for c in range(kernels.N_CHUNKS):
+        gv, gA = np.zeros(d), np.zeros((D, D))
+        loss, err = kernels._accumulate(X, y, v, A, AT, p, nu, c * N // kernels.N_CHUNKS,
+                                        (c + 1) * N // kernels.N_CHUNKS, gv, gA,
+                                        np.empty((4, D)), False)
+        out.append((loss, err, gv, gA))
+    return out
+
+
+def test_bit_identity_checks_can_fail():
+    """Negative control of the bitwise comparisons above: they see a change of summation order.
+    The chunks' sums merged in chunk order give the drivers' bits; merged in reverse order, the
+    same numbers to rounding, but other bits."""
+    data, v, Q, _ = _problem(7, L=4, C=4, d=4 * kernels.LANES + 9, n=203,
+                             sigma=1 / np.sqrt(4 * kernels.LANES + 9), scale=2.0)
+    A = kernels.softmax_rows(Q)
+    serial = kernels._loss_grad_serial(data.X, data.y, v, A, 5, 0.03)
+    chunks = _chunk_sums(data.X, data.y, v, A, 5, 0.03)
+    for order, same in ((chunks, True), (chunks[::-1], False)):
+        loss, gv = 0.0, np.zeros_like(serial[2])
+        for c_loss, _, c_gv, _ in order:
+            loss += c_loss
+            gv += c_gv
+        assert np.array_equal(gv, serial[2]) == same
+        np.testing.assert_allclose(gv, serial[2], rtol=1e-12, atol=1e-15)
+        assert (loss / data.X.shape[0] == serial[0]) or not same
 
 
 _PLAIN_PYTHON = """
@@ -235,23 +336,28 @@ from numba import config
 from patchassoc.simulations.engines import sampled_kernels as kernels
 rng = np.random.default_rng(11)
 out = {"jit_disabled": bool(config.DISABLE_JIT)}
-# d = LANES + 9: one block of lanes and a tail; 3 LANES + 9: a double block (32 entries of
-# grad_v side by side), a single one and a tail; D = 3: a pair of rows summed side by side
-# and an odd last row
-for d in (kernels.LANES + 9, 3 * kernels.LANES + 9):
-    X = rng.standard_normal((6, 3, d)) / 8
+L = kernels.LANES
+# (D, d): D = 3, one block of lanes and a tail, then a double block (32 entries of grad_v side
+# by side), a single one and a tail; D = 5, a four-row group of U and a row, a 64-entry block of
+# grad_v and a tail, z = A U entry by entry; D = 9, two groups and a row, a 64-entry block and
+# one more block, z = A U as one vector and an entry; D = 16, the reference D, four groups and
+# z = A U as two vectors
+for D, d in ((3, L + 9), (3, 3 * L + 9), (5, 4 * L + 9), (9, 5 * L), (16, 2 * L)):
+    X = rng.standard_normal((6, D, d)) / 8
     y = np.where(rng.random(6) < 0.5, -1.0, 1.0)
     v = rng.standard_normal(d)
-    A = kernels.softmax_rows(rng.standard_normal((3, 3)))
+    A = kernels.softmax_rows(rng.standard_normal((D, D)))
     res = kernels.loss_and_grad(X, y, v, A, 5, 0.03)
     # the prefetching path (data past PREFETCH_MIN_BYTES) on this small sample
-    gv, gA = np.zeros(d), np.zeros((3, 3))
+    gv, gA = np.zeros(d), np.zeros((D, D))
     loss, err = kernels._accumulate(X, y, v, A, np.ascontiguousarray(A.T), 5, 0.03, 0, 6, gv,
-                                    gA, True)
-    out[d] = {"loss": res["loss"].hex(), "grad_v": [g.hex() for g in res["grad_v"]],
-              "grad_A": [g.hex() for g in res["grad_A"].ravel()],
-              "margins": [m.hex() for m in kernels.margins(X, y, v, A, 5, 0.03)],
-              "prefetch": [g.hex() for g in (loss, err, *gv, *gA.ravel())]}
+                                    gA, np.empty((4, D)), True)
+    out[f"{D}x{d}"] = {
+        "loss": res["loss"].hex(), "grad_v": [g.hex() for g in res["grad_v"]],
+        "grad_A": [g.hex() for g in res["grad_A"].ravel()],
+        "margins": [m.hex() for m in kernels.margins(X, y, v, A, 5, 0.03)],
+        "projections": [u.hex() for u in kernels.projections(X, v).ravel()],
+        "prefetch": [g.hex() for g in (loss, err, *gv, *gA.ravel())]}
 print(json.dumps(out))
 """
 
@@ -267,7 +373,8 @@ def _run_plain(disable_jit: bool) -> dict:
 def test_compiled_kernel_sums_in_the_order_its_source_states():
     """The vectorized machine code gives the same bits as the kernel's source run as plain
     Python (NUMBA_DISABLE_JIT=1): vectorization reordered no sum, used no fused multiply-add, and
-    the lane order documented in ``_dot`` is the one computed, on any machine."""
+    the orders the plain-Python twins state (the lanes of ``_dot_lanes``, ``_matvec_py``,
+    ``_act_py``, ``_outer_add_py``, ``_axpy_lanes_py``) are the ones computed, on any machine."""
     plain, compiled = _run_plain(True), _run_plain(False)
     assert plain.pop("jit_disabled") and not compiled.pop("jit_disabled")
     assert plain == compiled
@@ -279,23 +386,49 @@ def _step_problem():
     return X, y, v, kernels.softmax_rows(Q)
 
 
-def test_step_bench_reports_the_step_next_to_one_read():
-    """Bookkeeping of ``patchassoc bench``'s sampled step (timings are not asserted)."""
+def test_step_bench_reports_the_step_next_to_its_floor():
+    """Bookkeeping of ``patchassoc bench``'s sampled step (timings are not asserted): the floor
+    is the fastest of the reads, the 3-D read of earlier versions is reported beside it."""
     X, y, v, A = _step_problem()
     r = step_bench.sampled_step_vs_read(X, y, v, A, 5, 0.03, repeats=1, torch=False)
     assert r["repeats"] == step_bench.MIN_REPEATS and r["torch"] is None
+    assert r["block"] == step_bench.BLOCK
+    assert set(r["reads"]) == set(step_bench.READS) and r["floor"] in step_bench.READS
+    assert r["read_seconds"] == min(r["reads"].values()) == r["reads"][r["floor"]]
+    assert r["ratio"] == r["seconds"] / r["read_seconds"]
+    assert r["serial_ratio"] == r["serial_seconds"] / r["read_seconds"]
+    assert r["ratio_3d"] == r["seconds"] / r["read_3d_seconds"]
+    assert r["serial_ratio_one_thread"] == r["serial_seconds"] / r["read_one_thread_seconds"]
+    assert r["floor_one_thread"] in step_bench.READS
     f32 = r["float32"]
     assert f32["ratio"] == f32["seconds"] / r["read_seconds"]
     assert f32["ratio_to_own_read"] == f32["seconds"] / f32["read_seconds"]
-    assert r["driver"] == "serial"  # 50 x 4 x 67 entries: below PARALLEL_MIN_ENTRIES
-    assert r["prefetch"] is False  # 107 KB: below PREFETCH_MIN_BYTES
-    for key in ("seconds", "serial_seconds", "read_seconds"):
+    assert f32["floor"] in step_bench.READS
+    assert r["driver"] == "serial"  # 50 x 4 x 19 entries: below PARALLEL_MIN_ENTRIES
+    assert r["prefetch"] is False  # 30 KB: below PREFETCH_MIN_BYTES
+    for key in ("seconds", "serial_seconds", "read_seconds", "read_3d_seconds",
+                "read_one_thread_seconds"):
         assert 0 < r[key] < 60
-    assert r["ratio"] == r["seconds"] / r["read_seconds"]
-    assert r["serial_ratio"] == r["serial_seconds"] / r["read_seconds"]
-    if r["read_one_thread_seconds"] is not None:  # threadpoolctl importable
-        assert r["serial_ratio_one_thread"] == r["serial_seconds"] / r["read_one_thread_seconds"]
-    assert "ratio" in step_bench.describe(dict(r, N=50, D=4, d=X.shape[2]))
+    text = step_bench.describe(dict(r, N=50, D=4, d=X.shape[2]))
+    assert "floor" in text and step_bench.READS[r["floor"]] in text and "3-D" in text
+
+
+def test_kernel_read_is_one_honest_read_of_X():
+    """The bench's kernel read computes X v (every entry of X used), the step's projections bit
+    for bit (the margins are computed from them), serial and threaded alike."""
+    X, y, v, A = _step_problem()
+    U = kernels.projections(X, v)
+    assert U.shape == X.shape[:2]
+    np.testing.assert_allclose(U, np.einsum("njk,k->nj", X, v), rtol=1e-12, atol=1e-15)
+    assert np.array_equal(U, kernels._projections_parallel(X, v))
+    m = kernels.margins(X, y, v, A, 5, 0.03)
+    z = U @ A.T
+    np.testing.assert_allclose(m, y * np.sum(z**5 + 0.03 * z, axis=1), rtol=1e-12, atol=1e-300)
+    X2 = X.copy()
+    X2[3, 1, -1] += 1.0  # the last entry of a row (the tail past the lanes) is read too
+    assert not np.array_equal(kernels.projections(X2, v)[3], U[3])
+    with pytest.raises(ValueError, match="v must have shape"):
+        kernels.projections(X, v[:-1])
 
 
 def test_torch_peer_step_computes_the_same_gradient():
