@@ -55,3 +55,11 @@ GRAD_ROUNDING_REL = 1e-13
 #: delta), and the relative engine error the sample size is chosen to detect.
 MC_POWER_DELTA = 1e-3
 MC_DETECT_REL = 1e-3
+
+# -- the activation's one definition (tests/theory/test_activation.py) -------------------------
+#: Each evaluation order of act and act' (repeated squaring, sequential product, ``**``) against
+#: exact rational arithmetic, in units of 2^-53 x (|t|^p + nu |t|) (resp. p |t|^(p-1) + nu): at
+#: most p - 1 multiplications for the monomial, one for the product by t, one for nu t and one
+#: addition, each rounding by at most one unit, and libm's pow within 1 ulp = 2 units; p + 3
+#: units bound all of them for p <= 9.
+ACT_EXACT_UNITS = 12

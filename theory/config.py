@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from patchassoc.theory.activation import check_parameters
+
 __all__ = ["Config", "PRESETS", "preset", "parse_override", "STRUCTURES", "PARAMETERIZATIONS",
            "NOISES", "DIAGONALS", "DATAS"]
 
@@ -120,8 +122,7 @@ class Config:
             raise ValueError(f"D must equal L*C: D = {self.D}, L*C = {self.L}*{self.C}")
         if self.steps < 0:
             raise ValueError(f"steps must be >= 0, got {self.steps}")
-        if self.p < 3 or self.p % 2 == 0:
-            raise ValueError(f"p must be an odd integer >= 3, got {self.p}")
+        check_parameters(self.p, 0.0)  # the activation's properties (p odd >= 3); nu below
         # Resolve the reference scalings before the float checks, so they are checked too.
         D = self.D
         if self.q is None:

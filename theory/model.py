@@ -6,7 +6,8 @@
 Q is either a free D x D logit matrix or Q = P P^T (positional encodings P in R^{D x k}).
 This module is the readable definition and the plain-NumPy path: the Numba kernels of
 :mod:`patchassoc.simulations.engines.sampled_kernels` compute the same quantities faster and are
-tested against it.
+tested against it. The activation is the one of :mod:`patchassoc.theory.activation` (``act``
+and ``act_prime`` are re-exported here).
 
 Gradients (mean loss over N samples, g_n = dloss/df_n = -y_n sigmoid(-m_n) / N):
 
@@ -21,18 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from patchassoc.theory.activation import act, act_prime
+
 __all__ = ["act", "act_prime", "softmax_rows", "logistic_loss", "neg_sigmoid_neg",
            "forward", "loss_and_grad", "gram_logits", "gram_grad", "zero_one"]
-
-
-def act(t, p: int, nu: float):
-    """act(t) = t^p + nu t (odd, increasing for nu >= 0)."""
-    return t ** p + nu * t
-
-
-def act_prime(t, p: int, nu: float):
-    """act'(t) = p t^(p-1) + nu."""
-    return p * t ** (p - 1) + nu
 
 
 def softmax_rows(Q: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ D = 16, d = 256) is read from memory by the projections U = X_n v and is still i
 cache for its grad_v update. Per sample, in order:
 
 - U = X_n v, four rows side by side (:func:`_dots_simd`);
-- z = A U, act(z), act'(z) and the margin (:func:`_matvec_simd`, :func:`_act_simd`), the
+- z = A U, act(z), act'(z) and the margin (:func:`_matvec_simd`, :func:`_act`), the
   logistic loss, G = y l'(m) act'(z) / N, A^T G and dA += G U^T (:func:`_outer_add_simd`);
 - grad_v += X_n^T (A^T G), 64 entries of grad_v side by side (:func:`_axpy_sample_simd`).
 
@@ -31,12 +31,14 @@ loop: a chunk sees its arrays through borrowed views (:func:`_borrowed`), for th
 atomic operation on a cache line the two cores pass back and forth.
 
 The arithmetic is strict IEEE float64 (no fastmath, no fused multiply-add) and yet vectorized:
-every loop above is explicit LLVM vector code (eight doubles per vector) with its accumulators in
-SIMD registers, computing the order of operations stated by its plain-Python twin (``_dots_py``,
-``_matvec_py``, ``_act_py``, ``_outer_add_py``, ``_axpy_lanes_py``): several sums side by side
+every loop above but the activation's is explicit LLVM vector code (eight doubles per vector)
+with its accumulators in SIMD registers, computing the order of operations stated by its plain-Python twin (``_dots_py``,
+``_matvec_py``, ``_outer_add_py``, ``_axpy_lanes_py``): several sums side by side
 in vector lanes, never one sum reassociated. So the compiled kernels give the same bits as their
 source run as plain Python (``NUMBA_DISABLE_JIT=1``; tested), on any machine, and the same bits as
-the earlier kernels of this module, which summed in the same order with narrower vectors.
+the earlier kernels of this module, which summed in the same order with narrower vectors. The
+activation (D values per sample, against the 2 D d products of the passes over X) is the scalar
+:func:`patchassoc.theory.activation.act_pair`, compiled into the kernels: its one definition.
 
 X may be stored in float32 (:func:`check_data` with ``dtype=np.float32``): half the memory and
 the traffic; the products are still float64 (the float32 values convert exactly), so the result
@@ -60,6 +62,7 @@ from numba.np.arrayobj import populate_array
 
 from patchassoc.simulations.engines._jit import N_CHUNKS, inline_jit, jit, pjit, prange
 from patchassoc.simulations.engines._scalar import logistic as _logistic
+from patchassoc.theory.activation import act_pair
 
 __all__ = ["loss_and_grad", "margins", "projections", "softmax_rows", "grad_logits",
            "check_data"]
@@ -495,96 +498,13 @@ def _outer_add_simd(typingctx, gA, G, U):
     return sig, codegen
 
 
-def _act_py(z, G, p, nu):
-    """G_i = act'(z_i) for every i; return sum_i act(z_i), summed from 0.0 in the order
-    i = 0, 1, ... (plain Python; compiled, :func:`_act_simd`). The powers are
-    :func:`_powers`'."""
-    f = 0.0
-    for i in range(z.shape[0]):
-        zp1, zp = _powers(z[i], p)
-        f += zp + nu * z[i]
-        G[i] = p * zp1 + nu
-    return f
-
-
-@intrinsic
-def _act_simd(typingctx, z, G, p, nu):
-    """LLVM vector code for :func:`_act_py`: the powers of eight z_i side by side (the
-    squarings of :func:`_powers`, lane by lane), then their terms added to the sum one lane
-    after the other, in the order of i."""
-    if not _is_f64(z, G):
-        raise errors.TypingError("_act_simd needs C-contiguous float64 arrays")
-    sig = types.float64(z, G, types.intp, types.float64)
-
-    def codegen(context, builder, signature, args):
-        za = context.make_array(signature.args[0])(context, builder, args[0])
-        Ga = context.make_array(signature.args[1])(context, builder, args[1])
-        p, nu = args[2], args[3]
-        (size,) = cgutils.unpack_tuple(builder, za.shape, 1)
-        it = size.type
-        dbl = ir.DoubleType()
-        f = cgutils.alloca_once_value(builder, ir.Constant(dbl, 0.0))
-        pf = builder.sitofp(p, dbl)
-
-        def body(first, k):
-            for i in range(max(k, 1)):
-                o = builder.add(first, ir.Constant(it, _W * i))
-                if k:
-                    t = _load_f64(builder, za, o)
-                    one, nuv, pv = (_splat(builder, ir.Constant(dbl, 1.0)), _splat(builder, nu),
-                                    _splat(builder, pf))
-                else:
-                    t = builder.load(builder.gep(za.data, [o]))
-                    one, nuv, pv = ir.Constant(dbl, 1.0), nu, pf
-                # _powers: r = 1, b = t, e = p - 1; while e > 0: (r *= b if e odd), b *= b, e >>= 1
-                r_ = cgutils.alloca_once_value(builder, one)
-                b_ = cgutils.alloca_once_value(builder, t)
-                e_ = cgutils.alloca_once_value(builder, p)
-                builder.store(one, r_)
-                builder.store(t, b_)
-                builder.store(builder.sub(p, ir.Constant(it, 1)), e_)
-                cond = builder.append_basic_block("powers.cond")
-                loop = builder.append_basic_block("powers.body")
-                done = builder.append_basic_block("powers.done")
-                builder.branch(cond)
-                builder.position_at_end(cond)
-                e = builder.load(e_)
-                builder.cbranch(builder.icmp_signed(">", e, ir.Constant(it, 0)), loop, done)
-                builder.position_at_end(loop)
-                b = builder.load(b_)
-                odd = builder.icmp_unsigned("!=", builder.and_(e, ir.Constant(it, 1)),
-                                            ir.Constant(it, 0))
-                with builder.if_then(odd):
-                    builder.store(builder.fmul(builder.load(r_), b), r_)
-                builder.store(builder.fmul(b, b), b_)
-                builder.store(builder.ashr(e, ir.Constant(it, 1)), e_)
-                builder.branch(cond)
-                builder.position_at_end(done)
-                zp1 = builder.load(r_)
-                term = builder.fadd(builder.fmul(zp1, t), builder.fmul(nuv, t))
-                g = builder.fadd(builder.fmul(pv, zp1), nuv)
-                if k:
-                    _store_f64(builder, g, Ga, o)
-                    for lane in range(_W):
-                        lane_term = builder.extract_element(term, ir.Constant(_I32, lane))
-                        builder.store(builder.fadd(builder.load(f), lane_term), f)
-                else:
-                    builder.store(g, builder.gep(Ga.data, [o]))
-                    builder.store(builder.fadd(builder.load(f), term), f)
-
-        _vector_groups(builder, size, body)
-        return builder.load(f)
-
-    return sig, codegen
-
-
 # Compiled code calls the intrinsics, plain Python (NUMBA_DISABLE_JIT=1) their twins.
 if numba.config.DISABLE_JIT:
     _borrowed, _dots, _axpy_lanes = _borrowed_py, _dots_py, _axpy_lanes_py
-    _matvec, _outer_add, _act = _matvec_py, _outer_add_py, _act_py
+    _matvec, _outer_add = _matvec_py, _outer_add_py
 else:
     _borrowed, _dots, _axpy_lanes = _borrowed_simd, _dots_simd, _axpy_sample_simd
-    _matvec, _outer_add, _act = _matvec_simd, _outer_add_simd, _act_simd
+    _matvec, _outer_add = _matvec_simd, _outer_add_simd
 
 
 # -- one sample ---------------------------------------------------------------------------------
@@ -633,17 +553,16 @@ def _project(U, X, n, v, prefetch):
 
 
 @inline_jit
-def _powers(t, p):
-    """(t^(p-1), t^p) for an integer p >= 1, by repeated squaring (no libm call)."""
-    r = 1.0
-    b = t
-    e = p - 1
-    while e > 0:
-        if e & 1:
-            r *= b
-        b *= b
-        e >>= 1
-    return r, r * t
+def _act(z, G, p, nu):
+    """G_i = act'(z_i) for every i; return sum_i act(z_i), summed from 0.0 in the order
+    i = 0, 1, ... The activation is :func:`patchassoc.theory.activation.act_pair` (the monomial by
+    repeated squaring), compiled into this kernel."""
+    f = 0.0
+    for i in range(z.shape[0]):
+        a, da = act_pair(z[i], p, nu)
+        f += a
+        G[i] = da
+    return f
 
 
 @inline_jit
@@ -665,7 +584,7 @@ def _axpy_rows(gv, gu, X, n, prefetch):
 @inline_jit
 def _head(U, yn, AT, p, nu, z, G):
     """Given U = X_n v of one sample: z = A U (:func:`_matvec_py`, from the rows of AT = A^T),
-    G = act'(z); return the margin m = y f(X_n) (:func:`_act_py`)."""
+    G = act'(z); return the margin m = y f(X_n) (:func:`_act`)."""
     _matvec(z, AT, U)
     return yn * _act(z, G, p, nu)
 

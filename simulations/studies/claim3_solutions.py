@@ -61,6 +61,7 @@ from typing import Sequence
 
 import numpy as np
 
+from patchassoc.theory.activation import act
 from patchassoc.theory import solutions as th
 from patchassoc.theory.association import associate, control_records, topc_disjoint_rows
 from patchassoc.theory.config import Config
@@ -187,7 +188,7 @@ def monte_carlo(A: np.ndarray, structure: Structure, q: float, p: int, nu: float
     L, D = structure.L, structure.D
     labels = structure.labels
     Aabs = abs(alpha)
-    tie = TIE_RTOL * D * (Aabs ** p + nu * Aabs)
+    tie = TIE_RTOL * D * act(Aabs, p, nu)
     s1 = s2 = e1 = 0.0
     done = 0
     while done < n:
@@ -200,7 +201,7 @@ def monte_carlo(A: np.ndarray, structure: Structure, q: float, p: int, nu: float
         if noise_sd > 0:
             u += noise_sd * rng.standard_normal((m, D))
         z = u @ A.T
-        f = (z ** p + nu * z).sum(axis=1)
+        f = act(z, p, nu).sum(axis=1)
         loss = np.logaddexp(0.0, -f)
         s1 += float(loss.sum())
         s2 += float((loss * loss).sum())

@@ -374,7 +374,7 @@ def test_compiled_kernel_sums_in_the_order_its_source_states():
     """The vectorized machine code gives the same bits as the kernel's source run as plain
     Python (NUMBA_DISABLE_JIT=1): vectorization reordered no sum, used no fused multiply-add, and
     the orders the plain-Python twins state (the lanes of ``_dot_lanes``, ``_matvec_py``,
-    ``_act_py``, ``_outer_add_py``, ``_axpy_lanes_py``) are the ones computed, on any machine."""
+    ``_outer_add_py``, ``_axpy_lanes_py``, and the activation) are the ones computed, on any machine."""
     plain, compiled = _run_plain(True), _run_plain(False)
     assert plain.pop("jit_disabled") and not compiled.pop("jit_disabled")
     assert plain == compiled

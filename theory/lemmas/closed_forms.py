@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from patchassoc.theory import activation
 from patchassoc.theory.structure import blocks
 
 from patchassoc.theory.lemmas import algebra as alg
@@ -207,7 +208,7 @@ def prove_L7(proof: Proof) -> None:
     p = 2 * k + 1
 
     def act_ref(x):
-        return x ** p + nu * x
+        return activation.act(x, p, nu)  # the one definition, on a symbolic p = 2k + 1
 
     proof.zero(sp.expand_power_base(act_ref(-t) + act_ref(t), force=True),
                "act(-t) = -act(t), p = 2k + 1", up_to="expand")

@@ -7,11 +7,16 @@ delta. This module enumerates all of them for any Q, assuming no symmetry whatso
 what the exact engine of :mod:`.exact` (which assumes invariance) is tested against.
 
 Independence. The oracle shares no code with the engines it checks: the softmax, the
-activation act(t) = t^p + nu t and its derivative, the logistic loss and its derivative, the
-tie rule and the softmax backpropagation (grad_Q = A o (grad_A - rowsum(A o grad_A))) are
-written here, plainly in NumPy, vectorized over the patterns; nothing is imported from
-:mod:`.exact`, :mod:`..kernels` or :mod:`.._scalar`. A bug in an engine primitive therefore
-shows up as a disagreement (tests/engines/population/test_bruteforce.py breaks one on purpose).
+logistic loss and its derivative, the tie rule and the softmax backpropagation
+(grad_Q = A o (grad_A - rowsum(A o grad_A))) are written here, plainly in NumPy, vectorized over
+the patterns; nothing is imported from :mod:`.exact`, :mod:`..kernels` or :mod:`.._scalar`. A
+bug in an engine primitive therefore shows up as a disagreement
+(tests/engines/population/test_bruteforce.py breaks one on purpose). The one exception is the
+activation act(t) = t^p + nu t: it is the model's definition, not an engine primitive, and the
+oracle evaluates that one definition (:func:`patchassoc.theory.activation.act_pair`, on arrays),
+so that a change of the activation is checked end to end against the oracle; the definition
+itself is checked on its own against libm's pow and sympy's derivatives
+(tests/theory/test_activation.py).
 
 Sums. The per-pattern terms of the risk, the error, the probability and d risk / d alpha are
 summed pairwise (NumPy) within chunks of patterns and the chunk sums with :func:`math.fsum`;
@@ -43,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from patchassoc.theory.activation import act as act_value, act_pair
 from patchassoc.theory.structure import Structure
 
 __all__ = ["BruteForce", "bruteforce_risk", "MAX_PATTERN_WORK", "pattern_count", "TIE_RTOL",
@@ -72,13 +78,10 @@ def softmax(Q: np.ndarray) -> np.ndarray:
 
 
 def activation(z: np.ndarray, p: int, nu: float) -> tuple[np.ndarray, np.ndarray]:
-    """act(z) = z^p + nu z and act'(z) = p z^(p-1) + nu (p - 1 even: z^(p-1) = (z^2)^((p-1)/2),
-    by repeated products)."""
-    z2 = z * z
-    zp1 = z2
-    for _ in range((p - 1) // 2 - 1):
-        zp1 = zp1 * z2
-    return zp1 * z + nu * z, p * zp1 + nu
+    """(act(z), act'(z)) of an array: the activation's one definition,
+    :func:`patchassoc.theory.activation.act_pair` (the oracle's earlier products (z^2)^k, for
+    p <= 7 the same bits)."""
+    return act_pair(z, p, nu)
 
 
 def logistic(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,7 +186,7 @@ def bruteforce_risk(Q: np.ndarray, structure: Structure, q: float, p: int, nu: f
                          f"engine for invariant Q")
     A = softmax(Q)
     Aabs = abs(alpha)
-    tie = TIE_RTOL * D * (Aabs ** p + nu * Aabs)
+    tie = TIE_RTOL * D * act_value(Aabs, p, nu)
     sets = np.asarray(structure.sets, dtype=np.int64)
     terms: dict[str, list] = {k: [] for k in ("risk", "error", "prob", "galpha",
                                               "galpha_abs")}

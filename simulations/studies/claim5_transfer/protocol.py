@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from patchassoc.theory.activation import act
 from patchassoc.simulations.engines._jit import pjit, prange
 
 __all__ = ["UPSTREAM_SEEDS", "DOWNSTREAM_SEEDS", "UPSTREAM_DIAGONAL", "EPS_GRID", "EPS_MIN",
@@ -123,7 +124,7 @@ def _errors(m, G, scales, noise, p, nu):
             f = 0.0
             for l in range(L):
                 z = a * (m[i, l] + noise * G[i, l])
-                f += z ** p + nu * z
+                f += act(z, p, nu)
             if f < 0.0:
                 wrong += 1.0
             elif f == 0.0:

@@ -56,13 +56,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from patchassoc.theory.config import Config
+from patchassoc.theory.activation import act_pair
 from patchassoc.theory.model import act, zero_one
 from patchassoc.theory.structure import Structure, within_set_mass
 
 from patchassoc.simulations.runtime.cells import fingerprint
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.engines._jit import jit
-from patchassoc.simulations.engines.sampled_kernels import _powers
 from patchassoc.simulations.engines.sampler import check_sample_size, sample
 from patchassoc.simulations.engines.sampled_descent import TrainResult, gradient_descent
 
@@ -354,7 +354,7 @@ def _count_errors(y, z, p, nu, units):
     """Zero-one errors of the margins m = y sum_i act(z_i) of every row of z, or -1 if some
     row's margin is too close to 0 for the fast arithmetic to decide its sign (the caller then
     counts with the reference expression). act(t) = t^p + nu t by repeated squaring
-    (:func:`patchassoc.simulations.engines.sampled_kernels._powers`): |f_fast - f_ref| <= units
+    (:func:`patchassoc.theory.activation.act_pair`): |f_fast - f_ref| <= units
     2^-53 S +
     floor, so outside that band both signs agree and neither margin is 0."""
     n, D = z.shape
@@ -364,9 +364,9 @@ def _count_errors(y, z, p, nu, units):
         scale = 0.0
         for i in range(D):
             t = z[r, i]
-            _, tp = _powers(t, p)
-            f += tp + nu * t
-            scale += abs(tp) + abs(nu * t)
+            a, _ = act_pair(t, p, nu)
+            f += a
+            scale += abs(a)  # = |t^p| + |nu t| bit for bit: both terms have t's sign
         if not abs(f) > units * 2.0 ** -53 * scale + _AMBIGUOUS_FLOOR:
             return -1
         if y[r] * f < 0:

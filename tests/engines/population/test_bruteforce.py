@@ -90,7 +90,7 @@ def gap():
     return {"risk": abs(ev.risk - bf.risk) / bf.risk,
             "alpha": abs(ev.grad["alpha"] - bf.grad_alpha) / bf.grad_alpha_abs}
 
-out = {"jit_disabled": not hasattr(_kernels._act, "py_func"), "clean": gap()}
+out = {"jit_disabled": not hasattr(_kernels._tables, "py_func"), "clean": gap()}
 act, logistic = _kernels._act, _kernels._logistic
 _kernels._act = lambda z, p, nu: tuple(x * (1.0 + 1e-6) for x in act(z, p, nu))
 out["act"] = gap()

@@ -19,9 +19,11 @@ source file that defines it. A jitted callee from another file is compiled into 
 and editing the callee's file leaves the caller's cache entry valid: a fresh process runs the
 old callee inside the caller (checked with numba 0.68, two files and a fresh process: the
 stale result came back; the same edit within one file recompiled the caller). Kept in one
-file, an edit of any kernel recompiles all of them. The exceptions are :data:`N_CHUNKS` and
-the shared logistic of :mod:`patchassoc.simulations.engines._scalar` (``_loss_pair`` calls
-it): after editing ``_scalar.logistic``, clear the cache (``NUMBA_CACHE_DIR``).
+file, an edit of any kernel recompiles all of them. The exceptions, the functions of other files
+compiled into these kernels (the activation of :mod:`patchassoc.theory.activation`, the
+logistic of :mod:`patchassoc.simulations.engines._scalar`, :data:`N_CHUNKS`), are covered by
+the jit policy: every cached kernel is keyed on a digest of those files too
+(:data:`patchassoc.simulations.engines._jit.SHARED_SOURCES`), so an edit of one recompiles.
 
 The kernels are written out (loops over elements, not slices or helper calls in the hot
 paths) because a call or an array view in the inner loops passes arrays with reference counts;
@@ -35,6 +37,7 @@ import numpy as np
 
 from patchassoc.simulations.engines._jit import N_CHUNKS, jit, pjit, prange
 from patchassoc.simulations.engines._scalar import logistic as _logistic
+from patchassoc.theory.activation import act_pair_chain
 
 #: The result columns of a search: the risk sum w l(f), the error (ties 1/2), the four
 #: derivatives weighted by l'(f) (in alpha, Pd, Qs, R), the probability sum w, the leaves
@@ -61,13 +64,9 @@ _NCOL = 16
 #: Number of columns a replay writes (``COL_RISK`` .. ``COL_LEAVES``).
 _NCOL_REPLAY = 8
 
-@jit
-def _act(z, p, nu):
-    """act(z) = z^p + nu z and act'(z) = p z^(p-1) + nu (sign-symmetric repeated products)."""
-    zp1 = 1.0
-    for _ in range(p - 1):
-        zp1 *= z
-    return zp1 * z + nu * z, p * zp1 + nu
+#: (act(z), act'(z)): the activation's one definition, the monomial by the sequential product
+#: (this engine's order, :mod:`patchassoc.theory.activation`), compiled into the kernels.
+_act = act_pair_chain
 
 
 @jit

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from patchassoc.theory.activation import act, act_prime
 from patchassoc.theory.invariant import attention_values
 
 #: Safety factor on the computed tail sums (their own rounding error is ~1e-15 relative).
@@ -90,8 +91,8 @@ def _coefficients(L, C, p, nu, alpha, a, b, c, k=None) -> dict:
     Pd, Qs, R = attention_values(a, b, c, L, C)
     r = 1.0 if k is None else _row_top((Pd, Qs, R), L, C, C + max(0, int(k)))
     Ar = A * r
-    actA = (Ar ** p + nu * Ar) / r
-    dactA = p * Ar ** (p - 1) + nu
+    actA = act(Ar, p, nu) / r
+    dactA = act_prime(Ar, p, nu)
     return {
         "risk": (math.log(2.0), actA),
         "error": (1.0, 0.0),
@@ -117,8 +118,8 @@ def _bounds(L, C, q, p, nu, alpha, a, b, c, k) -> tuple[dict, float]:
     t0, tn = tail_moments(N, q, k)
     t1 = C * t0 + tn  # E[(C + n) 1{n > k}]
     A = abs(alpha)
-    actA = A ** p + nu * A
-    dactA = p * A ** (p - 1) + nu
+    actA = act(A, p, nu)
+    dactA = act_prime(A, p, nu)
     Pd, Qs, R = attention_values(a, b, c, L, C)
     s = _BOUND_SAFETY
     bounds = {

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from patchassoc.theory.activation import act
 from patchassoc.theory.bayes import _bayes_error, check_sizes
 from patchassoc.theory.invariant import attention_values, chain_to_gram, gram_jacobian
 from patchassoc.theory.invariant import gram_to_logits
@@ -148,7 +149,7 @@ def _run(L, C, q, p, nu, alpha, a, b, c, k, parallel, theta=0.0, theta2=0.0, ahe
     pisuf, pnsuf, invfact = _sums(C, q, M)
     tasks = _tasks_cached(C, q, M, k, _split_depth(M, C, k))
     A = abs(alpha)
-    tie = TIE_RTOL * D * (A ** p + nu * A)
+    tie = TIE_RTOL * D * act(A, p, nu)
     cmax = 0.0
     if theta2 > 0.0:
         cmax = max(c1 for key, (_, c1) in _coefficients(L, C, p, nu, alpha, a, b, c,

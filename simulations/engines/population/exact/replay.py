@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from patchassoc.theory.activation import act
 from patchassoc.theory.invariant import attention_values
 
 from patchassoc.simulations.engines.population.exact._kernels import (
@@ -138,7 +139,7 @@ def _replay_bounds(L, C, q, p, nu, alpha, a, b, c, rec: ReplayRecord) -> ReplayB
     npos, nneg, n_of, S_of, pi = _states(C, q)
     Pd, Qs, R = attention_values(a, b, c, L, C)
     A = abs(alpha)
-    tie = TIE_RTOL * L * C * (A ** p + nu * A)
+    tie = TIE_RTOL * L * C * act(A, p, nu)
     tab, sig = _tables(C, M, float(alpha), float(Pd), float(Qs), float(R), p, float(nu),
                        npos, nneg)
     # f = sig(T) + sum of M state terms F(s, T), T = C + sum S within k of C

@@ -1,0 +1,133 @@
+"""The activation act(t) = t^p + nu t: the one definition every engine evaluates.
+
+The family. For an odd integer p >= 3 and nu >= 0,
+
+    act(t) = t^p + nu t,        act'(t) = p t^(p-1) + nu,        act''(t) = p (p-1) t^(p-2).
+
+It has the properties the exact engine's certified bounds assume (``docs/exact_engine.md``,
+section 3): act is odd, act(0) = 0, and act is convex on [0, inf) (act'' >= 0 there). From
+convexity and act(0) = 0 follow the two facts the bounds use: act(r a) / r is nondecreasing in
+r > 0 for a >= 0, and |act(t)| <= act(|t|), |act'(t)| <= act'(|t|). :func:`check_parameters`
+validates (p, nu) for exactly these properties.
+
+One formula, three evaluation orders. :func:`_value` and :func:`_slope` are the formula, written
+once: given the monomials t^p and t^(p-1), act = t^p + nu t and act' = p t^(p-1) + nu. What differs between the engines is
+only how the monomial is rounded, and that order is part of each engine's reproducible numbers
+(the reproduction compares them bit for bit), so each order is declared here, by name:
+
+- :func:`act_pair`: m by repeated squaring (:func:`power`), the sampled kernels' order and the
+  brute-force oracle's;
+- :func:`act_pair_chain`: m by the sequential product ((t t) t) ... t (:func:`power_chain`), the
+  exact population engine's order;
+- :func:`act`, :func:`act_prime`: t ** p and t ** (p-1) by ``**`` (libm's pow in NumPy, Numba's
+  integer power when compiled), the NumPy model's order and that of the scales and certified
+  bounds built on act(|alpha|).
+
+For p = 3 the first two give the same bits (t t either way); for p = 5 they differ in about 20 %
+of arguments by one rounding of t^4. All three are exact on the integers they meet and each is
+odd bit for bit (every product of an even count of t's is even in t).
+
+Every function here is plain Python (no import beyond the standard library, so that importing
+the configuration stays cheap) that runs on NumPy arrays, on scalars and on sympy symbols alike.
+The engines' jit policy registers the functions of :data:`JITABLE` with Numba
+(:mod:`patchassoc.simulations.engines._jit`), and the kernels compile them into themselves;
+their cached machine code is keyed on this file's contents too
+(:data:`~patchassoc.simulations.engines._jit.SHARED_SOURCES`), so an edit here recompiles them.
+
+References
+----------
+SPEC section 2 (the model); ``docs/exact_engine.md`` section 3 (the bounds' assumptions).
+"""
+from __future__ import annotations
+
+__all__ = ["act", "act_prime", "act_pair", "act_pair_chain", "power", "power_chain",
+           "check_parameters", "FAMILY", "JITABLE"]
+
+#: The family, as stored with results and printed by reports.
+FAMILY = "t^p + nu t"
+
+
+def check_parameters(p, nu) -> tuple[int, float]:
+    """Validate (p, nu) for the properties the engines and bounds assume; return them as
+    (int, float).
+
+    Raises
+    ------
+    ValueError
+        p is not an odd integer >= 3 (act would not be odd, or not convex on [0, inf)), or nu is
+        not a finite number >= 0 (act' >= nu must be nonnegative for act to be increasing).
+
+    Notes
+    -----
+    SPEC section 2; ``docs/exact_engine.md`` section 3.
+    """
+    if isinstance(p, bool) or int(p) != p or p < 3 or int(p) % 2 == 0:
+        raise ValueError(f"p must be an odd integer >= 3, got {p!r}")
+    try:
+        nu_f = float(nu)
+    except (TypeError, ValueError):
+        raise ValueError(f"nu must be a number, got {nu!r}") from None
+    if not nu_f >= 0.0 or nu_f == float("inf"):
+        raise ValueError(f"nu must be a finite number >= 0, got {nu!r}")
+    return int(p), nu_f
+
+
+def _value(t, tp, nu):
+    """The formula of act(t), given the monomial tp = t^p."""
+    return tp + nu * t
+
+
+def _slope(tpm1, p, nu):
+    """The formula of act'(t), given the monomial tpm1 = t^(p-1)."""
+    return p * tpm1 + nu
+
+
+def _pair(t, m, p, nu):
+    """(act(t), act'(t)) from m = t^(p-1) (t^p = m t)."""
+    return _value(t, m * t, nu), _slope(m, p, nu)
+
+
+def power(t, e):
+    """t^e for an integer e >= 0 by repeated squaring: r = 1, b = t; while e > 0: (r = r b if e
+    is odd), b = b b, e = e // 2. Never in place, so an array t is left as it was."""
+    r = 1.0
+    b = t
+    while e > 0:
+        if e & 1:
+            r = r * b
+        b = b * b
+        e >>= 1
+    return r
+
+
+def power_chain(t, e):
+    """t^e for an integer e >= 0 as the sequential product ((1 t) t) ... t."""
+    r = 1.0
+    for _ in range(e):
+        r = r * t
+    return r
+
+
+def act_pair(t, p, nu):
+    """(act(t), act'(t)), the monomial t^(p-1) by repeated squaring (:func:`power`)."""
+    return _pair(t, power(t, p - 1), p, nu)
+
+
+def act_pair_chain(t, p, nu):
+    """(act(t), act'(t)), the monomial t^(p-1) by the sequential product (:func:`power_chain`)."""
+    return _pair(t, power_chain(t, p - 1), p, nu)
+
+
+def act(t, p, nu):
+    """act(t) = t ** p + nu t (the power by ``**``)."""
+    return _value(t, t ** p, nu)
+
+
+def act_prime(t, p, nu):
+    """act'(t) = p t ** (p - 1) + nu (the power by ``**``)."""
+    return _slope(t ** (p - 1), p, nu)
+
+
+#: The functions the Numba kernels call (each calls only functions of this tuple): the jit
+#: policy registers them (``numba.extending.register_jitable``).
+JITABLE = (_value, _slope, _pair, power, power_chain, act_pair, act_pair_chain, act, act_prime)
