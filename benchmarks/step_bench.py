@@ -26,6 +26,19 @@ importable, on the same arrays, after a warm-up, with its own interleaved reads 
 and 3-D): its time relative to its 2-D read is compared with the step's relative to the 2-D
 read of this process, and its gradient in v is checked against the kernel's.
 
+The roofline (``roofline``). A step reads X once but passes over each sample twice: the
+projections U = X_n v, then, after the head, grad_v += X_n^T gu, which needs the whole of U
+first. So the step is bounded below by the memory (one read, the floor) and by its own
+arithmetic on data already in the caches. The second is timed here on the first samples of X
+(:data:`IN_CACHE_BYTES` of them, a size that stays in a core's second-level cache), one chunk
+of the sample loop (:func:`kernels._accumulate`, one thread) against the kernel's projection
+pass alone on the same samples: ``step_per_sample`` and ``read_per_sample`` in seconds, and
+``bound`` = max(1, step_per_sample N / threads / read_seconds), the ratio to the floor that a
+step with perfect overlap of its arithmetic and the memory stream would still have. A bound
+above a target says the target needs less arithmetic per sample, not better overlap. The
+spread of the floor (the median of its timings over their minimum, ``floor_spread``) is
+recorded too: it says how far a single reading of the ratio can move.
+
 Timings are measurements, never test assertions.
 """
 from __future__ import annotations
@@ -43,7 +56,8 @@ import numpy as np
 
 from patchassoc.simulations.engines import sampled_kernels as kernels
 
-__all__ = ["sampled_step_vs_read", "describe", "MIN_REPEATS", "BLOCK", "READS"]
+__all__ = ["sampled_step_vs_read", "roofline", "describe", "MIN_REPEATS", "BLOCK", "READS",
+           "IN_CACHE_BYTES"]
 
 #: Interleaved repetitions at least (the minimum over them is kept): on a loaded machine a
 #: single 20 ms timing is often preempted, the minimum of many is not (with 15, the ratio of one
@@ -53,6 +67,16 @@ MIN_REPEATS = 30
 #: Consecutive calls of each function per repetition; all but the first are timed (the module
 #: docstring).
 BLOCK = 3
+
+#: Bytes of X timed in the caches for the roofline (:func:`roofline`): half of the 512 KiB
+#: second-level cache of a core of this project's machines (AMD EPYC), so that the samples, v,
+#: the accumulators and the scratch fit in it together.
+IN_CACHE_BYTES = 1 << 18
+
+#: Calls of each in-cache function per timing (the minimum over repetitions of their mean is
+#: kept): a call on IN_CACHE_BYTES takes some ten microseconds, below a timer's resolution to
+#: trust alone.
+IN_CACHE_CALLS = 20
 
 #: The reads of X the floor is the fastest of: name -> what is timed. Each reads every entry of
 #: X once and computes X v.
@@ -144,6 +168,41 @@ def _torch_step(X, y, v, A, p, nu, repeats, grad_v) -> tuple[dict | None, np.nda
     return out, gt
 
 
+def roofline(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEATS) -> dict:
+    """Per-sample seconds of the step's arithmetic and of its projection pass on samples held
+    in the caches (module docstring): ``samples`` (M, the first M samples of X, at most
+    :data:`IN_CACHE_BYTES`), ``step_per_sample`` (one chunk of the sample loop, one thread, no
+    prefetch: :func:`kernels._accumulate` on samples 0..M-1), ``read_per_sample`` (the kernel's
+    projections alone on them) and ``ratio`` = step / read. X, y as returned by
+    :func:`kernels.check_data`."""
+    N, D, d = X.shape
+    M = int(max(1, min(N, IN_CACHE_BYTES // (D * d * X.itemsize))))
+    Xc, yc = X[:M], y[:M]
+    AT = np.ascontiguousarray(A.T)
+    gv, gA = np.zeros(d), np.zeros((D, D))
+    work, out = np.empty((4, D)), np.empty((M, D))
+
+    def step():
+        for _ in range(IN_CACHE_CALLS):
+            kernels._accumulate(Xc, yc, v, A, AT, p, nu, 0, M, gv, gA, work, False)
+
+    def read():
+        for _ in range(IN_CACHE_CALLS):
+            kernels._projections_range(Xc, v, 0, M, out)
+
+    fns = {"step": step, "read": read}
+    for fn in fns.values():
+        fn()
+    best = {k: math.inf for k in fns}
+    for _ in range(max(int(repeats), 1)):
+        for key, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[key] = min(best[key], (time.perf_counter() - t0) / (IN_CACHE_CALLS * M))
+    return {"samples": M, "step_per_sample": best["step"], "read_per_sample": best["read"],
+            "ratio": best["step"] / best["read"]}
+
+
 def _floor(best: dict, keys: dict) -> tuple[str, float]:
     """(name, seconds) of the fastest of the reads ``keys`` (name -> key of ``best``)."""
     name = min(keys, key=lambda k: best[keys[k]])
@@ -189,7 +248,9 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         process's 2-D read, and ``grad_v_rel_diff`` against the kernel; ``float32`` (None
         unless asked): ``seconds``, ``read_seconds`` (the fastest read of the float32 X),
         ``floor``, ``read_3d_seconds``, ``ratio`` to the float64 floor and
-        ``ratio_to_own_read``.
+        ``ratio_to_own_read``; ``floor_spread`` (median / minimum of the floor's timings) and
+        ``roofline`` (:func:`roofline`, with ``bound``, the ratio to the floor that perfect
+        overlap of the step's in-cache arithmetic with the memory stream would still give).
     """
     import numba
 
@@ -228,14 +289,19 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         fn()
     load_before = _load()
     best = {k: math.inf for k in fns}
+    seen = {k: [] for k in fns}
     for _ in range(repeats):
         for key, fn in fns.items():
             fn()
             for _ in range(BLOCK - 1):
                 t0 = time.perf_counter()
                 fn()
-                best[key] = min(best[key], time.perf_counter() - t0)
+                seen[key].append(time.perf_counter() - t0)
+                best[key] = min(best[key], seen[key][-1])
     floor, read = _floor(best, {"2d": "read_2d", "kernel": "read_kernel"})
+    roof = roofline(X, y, v, A, p, nu, repeats)
+    threads = numba.get_num_threads() if parallel else 1
+    roof["bound"] = max(1.0, roof["step_per_sample"] * N / threads / read)
     ones = {"kernel": "read_kernel1"}
     if "read_2d1" in best:
         ones["2d"] = "read_2d1"
@@ -249,7 +315,10 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
            "repeats": repeats, "block": BLOCK,
            "driver": "parallel" if parallel else "serial", "threads": numba.get_num_threads(),
            "prefetch": bool(X.nbytes >= kernels.PREFETCH_MIN_BYTES),
-           "load_average": [load_before, _load()], "torch": None, "float32": None}
+           "load_average": [load_before, _load()], "torch": None, "float32": None,
+           "floor_spread": float(np.median(seen["read_2d" if floor == "2d" else "read_kernel"])
+                                 / read),
+           "roofline": roof}
     if float32:
         floor32, read32 = _floor(best, {"2d": "read32_2d", "kernel": "read32_kernel"})
         res["float32"] = {"seconds": best["step32"], "read_seconds": read32, "floor": floor32,
@@ -279,6 +348,13 @@ def describe(t: dict) -> str:
              f"  one thread against one thread: fastest one-thread read ({t['floor_one_thread']}) "
              f"{1e3 * t['read_one_thread_seconds']:.1f} ms, one-thread step ratio "
              f"{t['serial_ratio_one_thread']:.2f}"]
+    roof = t.get("roofline")
+    if roof:
+        lines.append(f"  roofline: in the caches ({roof['samples']} samples, one thread) the step "
+                     f"takes {1e6 * roof['step_per_sample']:.2f} us a sample, its projection "
+                     f"pass {1e6 * roof['read_per_sample']:.2f} us (ratio {roof['ratio']:.2f}): "
+                     f"with perfect overlap the step would still be {roof['bound']:.2f} x the "
+                     f"floor; the floor's median is {t['floor_spread']:.2f} x its minimum")
     f32 = t.get("float32")
     if f32:
         lines.append(f"  with X stored in float32: {1e3 * f32['seconds']:.1f} ms, ratio "

@@ -411,6 +411,24 @@ def test_step_bench_reports_the_step_next_to_its_floor():
         assert 0 < r[key] < 60
     text = step_bench.describe(dict(r, N=50, D=4, d=X.shape[2]))
     assert "floor" in text and step_bench.READS[r["floor"]] in text and "3-D" in text
+    roof = r["roofline"]
+    assert roof["samples"] == 50  # 50 x 4 x 19 x 8 bytes: all of X fits IN_CACHE_BYTES
+    assert roof["ratio"] == roof["step_per_sample"] / roof["read_per_sample"]
+    assert roof["bound"] == max(1.0, roof["step_per_sample"] * 50 / r["read_seconds"])
+    assert r["floor_spread"] >= 1.0
+    assert "roofline" in text
+
+
+def test_roofline_times_the_first_samples_that_fit_the_cache():
+    """The roofline's in-cache sample count: as many whole samples as IN_CACHE_BYTES holds
+    (at least one); its step is one chunk of the sample loop, the same numbers as the step's."""
+    X, y, v, A = _step_problem()
+    big = np.repeat(X, 40, axis=0)          # 2000 x 4 x 19 x 8 bytes = 1.2 MB
+    r = step_bench.roofline(big, np.repeat(y, 40), v, A, 5, 0.03, repeats=1)
+    assert r["samples"] == step_bench.IN_CACHE_BYTES // (4 * X.shape[2] * 8)
+    wide = np.zeros((3, 64, 1024))         # one sample is 512 KiB > IN_CACHE_BYTES
+    assert step_bench.roofline(wide, np.ones(3), np.zeros(1024), np.full((64, 64), 1 / 64), 5,
+                               0.03, repeats=1)["samples"] == 1
 
 
 def test_kernel_read_is_one_honest_read_of_X():
@@ -492,3 +510,33 @@ def test_check_data_dtype_is_validated():
         kernels.check_data(data.X, data.y, dtype=np.float16)
     with pytest.raises(ValueError, match="overflow"):
         kernels.check_data(np.full((2, 1, 1), 1e300), np.ones(2), dtype=np.float32)
+
+
+#: sha256 of (theta, v, alpha, test_error, train_loss, train_error, A) of
+#: ``train(preset("ref", diagonal="fixed", steps=100, records=5, **sizes), seed=0)``, computed
+#: with the kernel of main 7759578 (the one the reproduction ran): the first size takes the
+#: threaded driver with software prefetch (2100 x 16 x 64 entries, 17 MB), the second the serial
+#: driver with d mod LANES = 8 (the scalar tails).
+_TRAIN_DIGESTS = {
+    (2100, 64, 500): "d0d332a3308abdddf58522b93d8f990ba598bb5d822398b9ec5459a6591cb2d4",
+    (300, 40, 300): "2be2345d6247f13911b4cb0b1279d29dd62cc6abbcb839daaabec1e345ba7f32",
+}
+
+
+@pytest.mark.parametrize("sizes", sorted(_TRAIN_DIGESTS))
+def test_training_gives_the_bits_of_the_reproductions_kernel(sizes):
+    """A change of the sampled kernels must not change a trained number: 100 steps at ref
+    (diagonal fixed) give the stored digest of the kernel the reproduction ran."""
+    import hashlib
+
+    import patchassoc
+    from patchassoc.theory.config import preset
+
+    n_train, d, n_test = sizes
+    cfg = preset("ref", diagonal="fixed", steps=100, records=5, n_train=n_train, d=d,
+                 n_test=n_test)
+    t = patchassoc.train(cfg, seed=0).trajectory
+    h = hashlib.sha256()
+    for a in (t.theta, t.v, t.alpha, t.test_error, t.train_loss, t.train_error, t.A):
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    assert h.hexdigest() == _TRAIN_DIGESTS[sizes]
