@@ -73,6 +73,7 @@ from patchassoc.simulations.engines.population.flow import (FLOW_VERSION, T_MAX,
                                                           run_flow)
 from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.study import Outcome, Study
@@ -197,6 +198,7 @@ def run_cell(task: GridTask, cell: GridCell) -> dict:
         tr = population_descent(L, C, cfg.q, cfg.p, cfg.nu, alpha, coords, eta_v=cfg.eta_v,
                                 eta_Q=cfg.eta_Q, steps=chunk, at=[chunk], param="logits",
                                 diagonal="fixed")
+        raise_if_interrupted(tr.status, f"cell {cell.key}: GD reading")
         if tr.status != "ok" or tr.steps.size == 0:
             status = tr.status
             step += tr.steps_done
@@ -299,6 +301,7 @@ def run_point(task: GridTask, cell: GridCell) -> dict:
     cfg = cell_config(task, cell)
     f0, fc0 = time.perf_counter(), time.process_time()
     res = run_flow(cfg, task.seed, t_max=task.t_max)
+    raise_if_interrupted(res.trajectory.status, f"cell {cell.key}: flow")
     tr, bayes = res.trajectory, res.bayes_error
     reading = flow_reading(tr, bayes, eps=1.0 - SHARE_LEVEL)
     flow_seconds, flow_cpu = time.perf_counter() - f0, time.process_time() - fc0
@@ -326,8 +329,6 @@ def run_point(task: GridTask, cell: GridCell) -> dict:
                                         "complete", "max_rel_bound", "rel_bound_rule",
                                         "max_bound", "solver")}
     flow.update(reached=bool(reached), seconds=flow_seconds, cpu_seconds=flow_cpu)
-    if str(b.get("status", "")).startswith("interrupted"):
-        status = str(b["status"])
     return {"L": cfg.L, "C": cfg.C, "d": cell.d, "D": cfg.D, "q": cfg.q, "kappa": cfg.kappa,
             "in_regime": in_regime(cfg.L, cfg.q), "bayes_error": bayes,
             "passed": test["passed"], "verdict": test, "limit_class": limit["class"],

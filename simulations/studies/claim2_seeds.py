@@ -75,6 +75,7 @@ from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.sampled_descent import train
 from patchassoc.simulations.engines.start import record_steps
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.fig2_control import run_pair
@@ -260,6 +261,7 @@ def run_seed(task: SeedTask, cell: SeedCell) -> dict:
     cfg = task.config
     budget, H = task.budget, task.horizon
     result = train(cfg.replace(steps=H), cell.seed, at=task.record_steps(), keep=(budget,))
+    raise_if_interrupted(result.trajectory.status, f"seed {cell.seed}")   # never saved
     folder = Path(task.folder) / cell.key
     result.save(folder)
     t = result.trajectory

@@ -70,6 +70,7 @@ from patchassoc.simulations.engines.population.trajectory import (
 from patchassoc.simulations.engines.sampled_descent import train
 from patchassoc.simulations.engines.start import record_steps
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies.claim2_seeds import SHARE_MIN
 from patchassoc.simulations.studies.study import Outcome, Study
@@ -382,6 +383,7 @@ def _gd(task: ScalingTask, cell: ScalingCell) -> dict:
     except ValueError as exc:
         return {**s, "bayes": bayes, "steps": T, "status": "ok", "reached": False,
                 "reason": str(exc)}
+    raise_if_interrupted(tr.status, f"cell {cell.key}")
     rec = {**s, "bayes": bayes, "steps": T, "steps_done": int(tr.steps_done),
            "status": tr.status, "alpha0": alpha0, "reached": True,
            "trajectory_bound_max": float(np.max(tr.bound)) if tr.bound.size else None}
@@ -445,6 +447,7 @@ def _flow(task: ScalingTask, cell: ScalingCell) -> dict:
     except ValueError as exc:
         return {**base, "status": "ok", "reached": False, "reason": str(exc)}
     tr = res.trajectory
+    raise_if_interrupted(tr.status, f"cell {cell.key}")
     reading = flow_reading(tr, bayes)
     reading.pop("config", None)
     series = {k: getattr(tr, k).tolist() for k in _FLOW_SERIES}
@@ -468,6 +471,7 @@ def _sampled(task: ScalingTask, cell: ScalingCell) -> dict:
                              steps=task.sampled_steps, records=5)
     res = train(cfg, cell.seed)
     t = res.trajectory
+    raise_if_interrupted(t.status, f"cell {cell.key}")
     assoc = associate(np.asarray(t.Q, dtype=np.float64), res.structure, kind="logits",
                       eps=1.0 - SHARE_MIN)
     ok = bool(t.status == "ok" and assoc.topc and assoc.share_min >= SHARE_MIN)
