@@ -844,4 +844,5 @@ STUDY = Study(
     name="grid", claim="1", verdict=verdict, readings=readings,
     what="claim 1 on the (L, C, d) grid: the gradient flow to its horizon and 10,000 GD steps "
          "with the diagonal fixed, map",
-    run=reproduce, cost=420, kernels=("exact",), figures=("claim1_grid",))
+    run=reproduce, cost=420, kernels=("exact",), figures=("claim1_grid",),
+    version=f"{PROTOCOL}/{FLOW_VERSION}")

@@ -712,4 +712,5 @@ STUDY = Study(
     name="seeds", claim="2", verdict=verdict, readings=readings,
     what="claim 2 over 10 seeds (diagonal fixed) to the horizon H, and the paper's Fig. 2 "
          "control",
-    run=reproduce, cost=350, kernels=("sampled",), figures=("seeds_horizon", "gaussian_cnn"))
+    run=reproduce, cost=350, kernels=("sampled",), figures=("seeds_horizon", "gaussian_cnn"),
+    version=PROTOCOL)

@@ -1206,4 +1206,5 @@ STUDY = Study(
     what="claim 7, reduced: errors at the flow's horizon and times to each criterion against d "
          "along the declared family",
     run=reproduce, cost=25, kernels=("exact", "sampled"),
-    figures=("scaling_error", "scaling_dynamics", "scaling_sampled"))
+    figures=("scaling_error", "scaling_dynamics", "scaling_sampled"),
+    version=f"{PROTOCOL}/{FLOW_VERSION}")
