@@ -30,6 +30,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from patchassoc.cli.options import add_dask_options
+
 
 NAME = "scaling"
 HELP = ("claim 7: error against d (exact, and GD's solution at the flow's horizon, certified; "
@@ -110,8 +112,7 @@ def add_arguments(parser) -> None:
                         help="GD budget T(d) = ceil(this x ln d) (default 1000)")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on T(d)")
     parser.add_argument("--jobs", type=int, default=1, help="cells computed at a time")
-    parser.add_argument("--dask", default=None, metavar="ADDRESS",
-                        help="compute the cells on this Dask scheduler")
+    add_dask_options(parser, "compute the cells on this Dask scheduler")
     parser.add_argument("--no-figures", action="store_true", help="skip the figures")
 
 
