@@ -16,7 +16,7 @@ Along the declared family L = C = round(ln d), q = ln d / D, kappa = ln ln d on 
 (c) sampled data: the N at which >= 8 of 10 seeds associate (``--sampled-ks``, ``--ns``).
 
 Cells are independent: ``--jobs N`` local processes or ``--dask ADDRESS``; each finished cell is
-stored under ``<out>/scaling/cells/`` and a re-run computes only the missing ones.
+stored under ``<out>/cells/`` and a re-run computes only the missing ones.
 ``--reduced`` is the reproduction's version, ``--quick`` a smoke run: both are previews of claim 7.
 ``--json`` prints the summary: ``a.rows[*].flow`` holds each flow's certified limit error, limit
 class, horizon values and times, ``b.flow.fits`` the time fits.
@@ -132,7 +132,7 @@ def run(ctx) -> dict:
                       progress=ctx.progress and not ctx.json, mode=mode)
     if not a.no_figures:
         summary["figures"] = draw("scaling", Outcome(
-            summary, saved=Path(ctx.out) / "scaling" / "scaling.json"), ctx.out)
+            summary, saved=Path(ctx.out) / "scaling.json"), ctx.out)
     return summary
 
 

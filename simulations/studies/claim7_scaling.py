@@ -764,7 +764,7 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
             max_steps=None, t_max=None, seed: int = 0, jobs: int = 1, dask=None,
             progress: bool = False, mode: str = "full") -> dict:
     """Run the three studies into ``out`` (cells resumable); the JSON-ready summary (saved as
-    ``out/scaling/scaling.json``; its figures are drawn from it)."""
+    ``out/scaling.json``, the cells in ``out/cells/``; its figures are drawn from it)."""
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out)
     family = family or Family()
@@ -803,14 +803,14 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
     sweep_d = grid_d([D_SWEEP_AT])[0]
     sampled_ds = grid_d(sampled_ks) if sampled_ks else []
     task = ScalingTask(family=family, seed=int(seed), steps_per_log=steps_per_log,
-                       max_steps=max_steps, t_max=t_max, folder=str(out / "scaling"))
+                       max_steps=max_steps, t_max=t_max, folder=str(out))
     sweep = sweep_cells(sweep_d, sweep_ks, family)
     # the flows first, the dearest first: they set the wall time with several jobs
     cells = list(dict.fromkeys(flow_cells(flow_ds) + block_cells(block_ds) + gd_cells(gd_ds)
                                + sweep + sampled_cells(sampled_ds, ns,
                                                        range(seed, seed + seeds))))
     cf_rows = closed_forms(family, sorted(set(ds) | set(flow_ds)))
-    res = run_study_cells(task, cells, out / "scaling" / "cells", jobs=jobs, dask=dask,
+    res = run_study_cells(task, cells, out / "cells", jobs=jobs, dask=dask,
                           progress=progress)
     recs = res["records"]
     block = {c.d: recs[c.key] for c in cells if c.kind == "block" and c.key in recs}
@@ -858,7 +858,7 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
                "out": str(out), "figures": []}
     summary["claim7"] = claim7(summary)
     summary.update(seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
-    write_json(out / "scaling" / "scaling.json", summary)
+    write_json(out / "scaling.json", summary)
     return summary
 
 
@@ -1181,7 +1181,7 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
     # loading
     return Outcome(compute(Path(out_dir), seed=seed, jobs=1, progress=progress,
                            mode="quick" if quick else "reduced"),
-                   saved=Path(out_dir) / "scaling" / "scaling.json")
+                   saved=Path(out_dir) / "scaling.json")
 
 
 def verdict(root: Path) -> dict:
