@@ -77,7 +77,7 @@ from patchassoc.simulations.engines.start import record_steps
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.executor import default_jobs
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.results import read_json_object, write_json
 from patchassoc.simulations.studies.fig2_control import run_pair
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, controls_ok,
@@ -568,7 +568,7 @@ def _convergence_from(root: Path) -> tuple[dict | None, str]:
         return s["convergence"], str(root / "population") + " (convergence)"
     path = root / "population" / "convergence" / "metrijson"
     if path.exists():
-        return read_json(path), str(path.parent)
+        return read_json_object(path), str(path.parent)
     return None, "-"
 
 
@@ -625,7 +625,7 @@ def verdict(root: Path) -> dict:
     """Claim 2 from a reproduction folder: ``seeds/seeds.json`` and the convergence result."""
     conv, conv_src = _convergence_from(root)
     seeds_path = root / "seeds" / "seeds.json"
-    seeds = read_json(seeds_path) if seeds_path.exists() else None
+    seeds = read_json_object(seeds_path) if seeds_path.exists() else None
     return claim2(seeds, conv, reference_structure(root),
                   source=f"{seeds_path.parent}; {conv_src}")
 
