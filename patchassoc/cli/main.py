@@ -165,12 +165,14 @@ def _os_error(exc: OSError) -> str:
     return f"{where}: {what}"
 
 
-def check_writable(out: Path) -> None:
+def check_writable(out: Path) -> list[Path]:
     """Create ``out`` and write (then remove) a probe file in it, so that a read-only or full
     disk, a path through a file, a name too long or a permission denied is reported before a
-    long computation, not after it (an :class:`OSError` naming the path)."""
+    long computation, not after it (an :class:`OSError` naming the path). Returns the folders
+    it created, deepest first."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file, not a folder")
+    created = [p for p in (out, *out.parents) if not p.exists()]
     out.mkdir(parents=True, exist_ok=True)
     probe = out / f".patchassoc-write-test-{os.getpid()}"
     try:
@@ -185,6 +187,17 @@ def check_writable(out: Path) -> None:
             probe.unlink()
         except OSError:
             pass
+    return created
+
+
+def _remove_if_empty(folders: Sequence[Path]) -> None:
+    """Remove the folders the pre-flight check created when a command failed without writing
+    into them (a refused command leaves nothing behind)."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _resume_hint(argv: Sequence[str]) -> str:
@@ -226,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     out = None
     dask = None
+    created: list[Path] = []
     try:
         parser, commands = build_parser(next((a for a in argv if not a.startswith("-")), ""))
         args = parser.parse_args(argv)
@@ -237,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args, getattr(mod, "DEFAULT_PRESET", "ref"))
         out = Path(args.out if args.out is not None else DEFAULT_OUT / args.command)
         if getattr(mod, "WRITES_OUT", True):
-            check_writable(out)
+            created = check_writable(out)
         if getattr(args, "dask", None) is not None:
             from patchassoc.simulations.runtime.executor import connect_dask
             dask = args.dask = connect_dask(args.dask, getattr(args, "dask_timeout", None))
@@ -245,17 +259,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                       progress=not args.quiet,
                       json=args.json, args=args, overrides=overrides, preset_name=preset_name)
         summary = mod.run(ctx)
-    except UsageError as exc:
-        print(f"patchassoc: error: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"patchassoc: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"patchassoc: error: {_os_error(exc)}", file=sys.stderr)
-        return 2
-    except MemoryError as exc:   # an impossible size (--set d=10**9): numpy cannot allocate
-        print(f"patchassoc: error: out of memory: {exc or 'allocation failed'}", file=sys.stderr)
+    except (ValueError, OSError, MemoryError) as exc:
+        # bad input (UsageError, any ValueError), a file that cannot be read (CorruptFile), an
+        # operating-system error (with its path), an impossible size numpy cannot allocate
+        if isinstance(exc, OSError):
+            what = _os_error(exc)
+        elif isinstance(exc, MemoryError):
+            what = f"out of memory: {exc or 'allocation failed'}"
+        else:
+            what = str(exc)
+        print(f"patchassoc: error: {what}", file=sys.stderr)
+        _remove_if_empty(created)
         return 2
     except BaseException as exc:  # Ctrl-C, also when it reached a Numba kernel
         if not interrupted_by(exc):

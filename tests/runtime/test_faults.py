@@ -518,9 +518,10 @@ def test_smaller_items_give_one_line_exit_2(tmp_path, capsys, monkeypatch):
         "patchassoc: error: cannot read --matrix M.npy: not a .npy file (expected a .npy "
         "array written by numpy.save)"]
     monkeypatch.setattr(main_train, "run", lambda ctx: np.empty(10 ** 16))
-    assert main(["train", "--quiet"]) == 2
+    assert main(["train", "--quiet", "--out", "new/deeper"]) == 2
     err = _lines(capsys.readouterr().err)
     assert len(err) == 1 and err[0].startswith("patchassoc: error: out of memory: ")
+    assert not (tmp_path / "new").exists()      # a refused command leaves no empty folder
 
 
 def test_set_parses_integer_fields_exactly():
