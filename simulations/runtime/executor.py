@@ -177,9 +177,20 @@ def map_tasks(fn: Callable, calls: Sequence[tuple], on_result: Callable[[int, An
         _map_pool(int(jobs), fn, calls, on_result, shared, initializer, initargs, tick, on_tick)
 
 
+def _thread_lock_for_bars() -> None:
+    """tqdm's lock in a worker process: a thread lock. By default tqdm makes a
+    ``multiprocessing`` lock (a named semaphore) at its first bar, even a disabled one; a pool
+    process that is terminated cannot release it, and the resource tracker then warns about
+    "leaked semaphore objects" on stderr. A worker's bars never need a lock across processes."""
+    from tqdm import tqdm
+    tqdm.set_lock(threading.RLock())
+
+
 def _init_worker(initializer, initargs) -> None:
-    """A pool process's set-up: SIGINT ignored (the coordinator stops it), then the caller's."""
+    """A pool process's set-up: SIGINT ignored (the coordinator stops it), tqdm without a
+    process lock (:func:`_thread_lock_for_bars`), then the caller's initializer."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _thread_lock_for_bars()
     if initializer is not None:
         initializer(*initargs)
 
@@ -563,10 +574,13 @@ def _step_worker(conn, args: tuple) -> None:
     coordinator says what finished). It starts with SIGINT ignored (so its start-up never prints
     a traceback) and takes Ctrl-C from here on."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    _thread_lock_for_bars()
     try:
         _serve_steps(conn, args)
     except KeyboardInterrupt:
-        os._exit(130)
+        # SystemExit, not os._exit: multiprocessing then runs its finalizers (the named
+        # semaphores of a pool this step started are unlinked, not reported as leaked)
+        sys.exit(130)
 
 
 def _serve_steps(conn, args: tuple) -> None:

@@ -6,9 +6,9 @@ package).
     python -c "from tests.runtime import _fault_cells as m; m.cli()" fault-cells --out DIR \
         --jobs J --hold SECONDS
 
-Cells 0 and 1 return at once; every other cell marks ``<out>/started-<i>`` (with its process
-id) and waits ``--hold`` seconds the way an engine loop computes: catching Ctrl-C and returning
-what it has with an ``interrupted`` status.
+Cells 0 and 1 return at once; every other cell opens a (disabled) progress bar, marks
+``<out>/started-<i>`` (with its process id) and waits ``--hold`` seconds the way an engine loop
+computes: catching Ctrl-C and returning what it has with an ``interrupted`` status.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.runtime.progress import progress_bar
 
 NAME = "fault-cells"
 HELP = "cheap cells for the fault-injection tests"
@@ -47,6 +48,7 @@ def compute(task: Task, cell: Cell) -> dict:
     rec = {"i": cell.i, "value": cell.i ** 2, "status": "ok", "fingerprint": task.fingerprint()}
     if cell.i < 2 or task.hold <= 0:
         return rec
+    progress_bar(total=1, desc="cell", enable=False).close()   # as the engines' bars do
     (Path(task.folder) / f"started-{cell.i}").write_text(str(os.getpid()))
     t0 = time.monotonic()
     try:

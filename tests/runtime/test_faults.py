@@ -103,7 +103,7 @@ def test_ctrl_c_in_a_cell_stops_with_130_one_line_and_stores_nothing_of_it(tmp_p
     assert proc.returncode == 0, stderr
     summary = json.loads(stdout)
     assert summary["reused"] == ["cell-0", "cell-1"]
-    assert summary["computed"] == [f"cell-{i}" for i in range(2, 6)]
+    assert sorted(summary["computed"]) == [f"cell-{i}" for i in range(2, 6)]  # as they finish
     assert summary["values"] == [i * i for i in range(6)]
 
 
