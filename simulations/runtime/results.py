@@ -111,7 +111,8 @@ def _parse_json(data: bytes, path) -> Any:
     except UnicodeDecodeError:
         raise CorruptFile(path, "not a UTF-8 text file") from None
     except json.JSONDecodeError as exc:
-        what = "empty" if not data.strip() else f"not valid JSON ({exc.msg} at line " \
+        msg = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg  # "Invalid ... at"
+        what = "empty" if not data.strip() else f"not valid JSON ({msg} at line " \
                                                  f"{exc.lineno}, column {exc.colno})"
         raise CorruptFile(path, what) from None
 
