@@ -3,14 +3,14 @@
 :func:`map_tasks` applies a module-level function to argument tuples. ``jobs == 1`` calls it in
 this process; ``jobs > 1`` uses a local pool of ``jobs`` spawned processes (``spawn``: ``fork``
 is unsafe once torch or Numba have started threads), each set up by an optional initializer
-(:func:`single_numba_thread`, or a data set and a progress queue); ``dask`` (an address or a
-``distributed.Client``) submits to a Dask scheduler, with the objects named by :class:`Shared`
-arguments scattered to every worker once. Tasks are submitted in the given order and each result
-is handed, in this process, to ``on_result(index, result)`` as it finishes (the caller stores
-it): one after the other in process, in submission order among the tasks of a pool that finish
-together, in completion order on Dask. An exception (Ctrl-C, a failing task, or one raised by
-``on_result``) cancels the unstarted tasks, lets the running ones stop, hands nothing more to
-``on_result`` and is re-raised: what was stored is what finished, and the caller resumes by
+(:func:`single_numba_thread`, or a data set and a progress queue); ``dask`` (an address, a
+:class:`DaskCluster` or a ``distributed.Client``) submits to a Dask scheduler, with each object
+named by :class:`Shared` arguments submitted once. Tasks are submitted in the given order and
+each result is handed, in this process, to ``on_result(index, result)`` as it finishes (the
+caller stores it): one after the other in process, in submission order among the tasks of a pool
+that finish together, in completion order on Dask. An exception (Ctrl-C, a failing task, or one
+raised by ``on_result``) cancels the unstarted tasks, stops the running ones, hands nothing more
+to ``on_result`` and is re-raised: what was stored is what finished, and the caller resumes by
 skipping it. A task's numbers depend only on its arguments, never on the backend or the order.
 
 Interruptions: the pool's processes ignore SIGINT (they are started with it ignored, so not even

@@ -17,8 +17,9 @@ cell and never reuses a cell of a different sweep.
 Backends (:func:`patchassoc.simulations.runtime.executor.map_tasks`): ``jobs == 1`` computes in
 the calling process; ``jobs > 1`` uses a local pool of ``jobs`` spawned processes, each pinned to
 one Numba thread so that ``jobs`` processes use ``jobs`` cores; ``dask=ADDRESS`` (or a
-``distributed.Client``) submits the upstream x downstream cells to a Dask cluster (every task is
-scattered once) (the optional ``dask`` extra; the workers need this package importable).
+``distributed.Client``) submits the upstream x downstream cells to a Dask cluster (every upstream
+task is submitted once, so a lost worker means retries) (the optional ``dask`` extra; the
+workers need this package importable).
 Whatever the backend, cells are submitted largest N first (the longest tasks first keeps the
 pool busy to the end) and a progress bar over cells is shown on stderr.
 
