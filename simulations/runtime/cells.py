@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from patchassoc.simulations.runtime.errors import (CorruptFile, Interrupted, interrupted_by,
+from patchassoc.simulations.runtime.errors import (Interrupted, interrupted_by,
                                                    is_interrupted_status, raise_if_interrupted)
 from patchassoc.simulations.runtime.executor import Shared, map_tasks, single_numba_thread
 from patchassoc.simulations.runtime.progress import notice, progress_bar
-from patchassoc.simulations.runtime.results import (fingerprint, read_json_object, to_jsonable,
+from patchassoc.simulations.runtime.results import (fingerprint, stored_object, to_jsonable,
                                                     write_json)
 
 __all__ = ["run_cells", "load_record", "fingerprint", "record_digest"]
@@ -47,14 +47,9 @@ def _stored(path: Path, cell, fp: str, matches) -> tuple[dict | None, str | None
     """(the stored record, None) or (None, why it is not used): ``"missing"``, ``"other"``
     (another task's or cell's record, or one of an older version without a digest) or
     ``"corrupt: <reason>"``."""
-    if not path.exists():
-        return None, "missing"
-    try:
-        data = read_json_object(path, "a cell's record (a JSON object)")
-    except CorruptFile as exc:
-        return None, f"corrupt: {exc.reason}"
-    except (OSError, ValueError) as exc:
-        return None, f"corrupt: {exc}"
+    data, why = stored_object(path, "a cell's record (a JSON object)")
+    if data is None:
+        return None, why
     if "digest" not in data:
         return None, "other"
     try:

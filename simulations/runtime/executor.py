@@ -65,10 +65,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from patchassoc.simulations.runtime.errors import (CorruptFile, Interrupted, UsageError,
-                                                   interrupted_by)
+from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
 from patchassoc.simulations.runtime.progress import notice, progress_bar
-from patchassoc.simulations.runtime.results import fingerprint, read_json_object, write_json
+from patchassoc.simulations.runtime.results import fingerprint, stored_object, write_json
 
 __all__ = ["default_jobs", "single_numba_thread", "Shared", "map_tasks", "Step", "run_steps",
            "plan_steps", "stored_step", "stale_inputs", "describe_change", "ONE_CORE",
@@ -406,15 +405,9 @@ def stored_step(folder: str | Path) -> tuple[dict | None, str | None]:
     """The record in ``<folder>/step.json`` of a step that finished, or ``(None, why)``:
     ``"missing"`` or ``"corrupt: <reason>"`` (not JSON, not an object, not a finished step's
     record)."""
-    path = Path(folder) / "step.json"
-    if not path.exists():
-        return None, "missing"
-    try:
-        rec = read_json_object(path, "a step's record (a JSON object)")
-    except CorruptFile as exc:
-        return None, f"corrupt: {exc.reason}"
-    except OSError as exc:
-        return None, f"corrupt: {exc.strerror or exc}"
+    rec, why = stored_object(Path(folder) / "step.json", "a step's record (a JSON object)")
+    if rec is None:
+        return None, why
     if rec.get("ok") is not True or not isinstance(rec.get("summary"), dict) \
             or rec.get("step") != Path(folder).name:
         return None, "corrupt: not the record of a finished step"

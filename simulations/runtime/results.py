@@ -31,7 +31,7 @@ import numpy as np
 from patchassoc.simulations.runtime.errors import CorruptFile
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
-           "read_json_object", "write_arrays", "read_arrays", "save_folder", "load_folder",
+           "read_json_object", "stored_object", "write_arrays", "read_arrays", "save_folder", "load_folder",
            "to_jsonable", "fingerprint", "MANIFEST", "RESULT_FILES"]
 
 #: The manifest of a result folder, written last.
@@ -130,6 +130,20 @@ def read_json_object(path: str | os.PathLike, what: str = "a JSON object") -> di
     if not isinstance(data, dict):
         raise CorruptFile(path, f"holds a JSON {_json_kind(data)} where {what} was expected")
     return data
+
+
+def stored_object(path: str | os.PathLike, what: str) -> tuple[dict | None, str | None]:
+    """A stored record (a cell's, a step's) as ``(the JSON object, None)``, or ``(None, why)``
+    with ``why`` ``"missing"`` or ``"corrupt: <reason>"``: a cache treats both alike (it
+    computes the record again), and names a corrupt file in one line."""
+    if not Path(path).exists():
+        return None, "missing"
+    try:
+        return read_json_object(path, what), None
+    except CorruptFile as exc:
+        return None, f"corrupt: {exc.reason}"
+    except OSError as exc:
+        return None, f"corrupt: {exc.strerror or exc}"
 
 
 def _json_kind(value: Any) -> str:
