@@ -88,10 +88,9 @@ def _vit(out, folder: Path) -> list:
 
 
 def _scaling(out, folder: Path) -> list:
-    fig_dir = folder / "scaling"
-    paths = scaling_error.save(out.summary, fig_dir) + scaling_dynamics.save(out.summary, fig_dir)
+    paths = scaling_error.save(out.summary, folder) + scaling_dynamics.save(out.summary, folder)
     if out.summary.get("c"):
-        paths += scaling_sampled.save(out.summary, fig_dir)
+        paths += scaling_sampled.save(out.summary, folder)
     return [p for p in paths if str(p).endswith(".png")]
 
 

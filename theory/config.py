@@ -19,6 +19,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, fields
+from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
 
 from patchassoc.theory.activation import check_parameters
@@ -209,19 +210,42 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def _field_types() -> dict[str, type]:
-    out: dict[str, type] = {}
+def _field_types() -> dict[str, tuple[type, bool]]:
+    """Each field's (type, nullable) from its annotation (``"int | None"`` -> (int, True))."""
+    out: dict[str, tuple[type, bool]] = {}
     for f in fields(Config):
-        t = str(f.type)
-        out[f.name] = int if t == "int" else str if t == "str" else float
+        parts = [p.strip() for p in str(f.type).split("|")]
+        nullable = "None" in parts
+        base = next(p for p in parts if p != "None")
+        out[f.name] = ({"int": int, "str": str}.get(base, float), nullable)
     return out
+
+
+#: The largest integer a field may hold (the arrays' index type, int64).
+INT_MAX = 2 ** 63 - 1
+
+
+def _parse_int(key: str, raw: str) -> int:
+    """An integer written as one (``16``) or in exact scientific notation (``1e3``), parsed
+    exactly (``1e30`` is 10**30, not the float nearest to it) and at most :data:`INT_MAX`."""
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value != value.to_integral_value():
+        raise ValueError(f"--set {key}={raw}: expected an integer")
+    if abs(value) > INT_MAX:
+        raise ValueError(f"--set {key}={raw}: too large for an integer field (at most "
+                         f"2**63 - 1)")
+    return int(value)
 
 
 def parse_override(text: str) -> tuple[str, Any]:
     """Parse one ``key=value`` override into a typed (field, value) pair.
 
-    Integers accept ``16`` (and ``1e3`` when exact); floats accept Python float syntax and
-    ``none``/``ref`` to restore the reference scaling of a nullable field.
+    Integers accept ``16`` (and ``1e3`` when exact, parsed exactly, at most 2**63 - 1); floats
+    accept Python float syntax; a nullable field (``D``, ``q``, ``sigma``, ``kappa``) accepts
+    ``none``/``ref``/``default`` to restore its reference value.
     """
     if "=" not in text:
         raise ValueError(f"--set expects key=value, got {text!r}")
@@ -233,21 +257,17 @@ def parse_override(text: str) -> tuple[str, Any]:
                          f"(known: {', '.join(sorted(types))})")
     if raw == "":
         raise ValueError(f"--set {key}= needs a value")
-    kind = types[key]
+    kind, nullable = types[key]
     if kind is str:
         return key, raw
-    if kind is float and raw.lower() in ("none", "ref", "default"):
-        if key in ("q", "sigma", "kappa"):
-            return key, None
+    if nullable and raw.lower() in ("none", "ref", "default"):
+        return key, None
+    if kind is int:
+        return key, _parse_int(key, raw)
     try:
-        if kind is int:
-            value = float(raw)
-            if not value.is_integer():
-                raise ValueError
-            return key, int(value)
         return key, float(raw)
-    except (ValueError, OverflowError):
-        raise ValueError(f"--set {key}={raw}: expected {'an integer' if kind is int else 'a number'}")
+    except ValueError:
+        raise ValueError(f"--set {key}={raw}: expected a number") from None
 
 
 def _divisors(n: int) -> str:

@@ -6,34 +6,53 @@ JSON object on stdout, nothing else there) and ``--quiet`` (no progress bar on s
 
 A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It defines
 
-- ``NAME`` and ``HELP`` (strings), optionally ``DEFAULT_PRESET``;
+- ``NAME`` and ``HELP`` (strings), optionally ``DEFAULT_PRESET`` and ``WRITES_OUT = False``
+  (a command that writes nothing: its ``--out`` is neither created nor checked);
 - ``add_arguments(parser)``: its own options (may be absent);
 - ``run(ctx) -> dict``: the work, given a :class:`Context`; returns the JSON-ready summary.
   It may define ``render(summary) -> str`` for the human-readable text (default: key: value).
 
 Bad input (:class:`ValueError`, including
-:class:`~patchassoc.simulations.runtime.errors.UsageError`, and argument errors) prints one line
-``patchassoc: error: ...`` on stderr and exits with status 2. An interrupted command exits with
-status 130 after keeping what it finished.
+:class:`~patchassoc.simulations.runtime.errors.UsageError`, and argument errors), a file that
+cannot be read as what it should be
+(:class:`~patchassoc.simulations.runtime.errors.CorruptFile`) and every operating-system error
+(:class:`OSError`: a read-only or full disk, a path that is not a folder or is too long, a
+permission denied; the message names the path) print one line ``patchassoc: error: ...`` on
+stderr and exit with status 2. A command that writes into ``--out`` first checks that it can
+(the folder is created and a probe file written), so a run never computes for minutes and
+then fails to save. A Dask address (``--dask``) is connected before the run, with a bounded
+wait (``--dask-timeout``).
+
+An interrupted command (Ctrl-C, also inside a Numba kernel; or a run that stopped with an
+``interrupted`` status) keeps what it finished, prints one line ``patchassoc: interrupted: ...``
+saying what finished and the command that resumes it, and exits with status 130. When the
+reader of stdout goes away (``| head``) the command stops quietly with status 141 (128 +
+SIGPIPE), as other Unix tools do.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from patchassoc.theory.config import PRESETS, Config, parse_override, preset
-from patchassoc.cli import (main_association, main_bench, main_check, main_grid, main_lemmas,
-                            main_locality, main_paper_figures, main_population,
-                            main_population_eval, main_reproduce, main_scaling, main_seeds,
-                            main_solutions, main_train, main_transfer, main_vit)
+try:  # Ctrl-C while the command line loads (numpy and the commands, about half a second)
+    from patchassoc.theory.config import PRESETS, Config, parse_override, preset
+    from patchassoc.cli import (main_association, main_bench, main_check, main_grid,
+                                main_lemmas, main_locality, main_paper_figures, main_population,
+                                main_population_eval, main_reproduce, main_scaling, main_seeds,
+                                main_solutions, main_train, main_transfer, main_vit)
 
-from patchassoc.cli.options import nonneg_int
-from patchassoc.simulations.runtime.errors import UsageError
-from patchassoc.simulations.runtime.results import to_jsonable
+    from patchassoc.cli.options import nonneg_int, out_path
+    from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
+    from patchassoc.simulations.runtime.results import to_jsonable
+except KeyboardInterrupt:
+    sys.stderr.write("patchassoc: interrupted while starting; nothing was done\n")
+    raise SystemExit(130) from None
 
 __all__ = ["main", "Context", "COMMANDS", "build_parser"]
 
@@ -91,7 +110,7 @@ def _shared_options() -> argparse.ArgumentParser:
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set L=8 --set q=0.2 (repeatable)")
     g.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
-    g.add_argument("--out", type=Path, default=None, metavar="DIR",
+    g.add_argument("--out", type=out_path, default=None, metavar="DIR",
                    help=f"output folder (default {DEFAULT_OUT}/<command>)")
     g.add_argument("--json", action="store_true",
                    help="print exactly one JSON object on stdout and nothing else there")
@@ -141,9 +160,90 @@ def _render(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _os_error(exc: OSError) -> str:
+    """One line for an operating-system error, naming the path(s) when it has them."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is None:
+        return what
+    where = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+    return f"{where}: {what}"
+
+
+def check_writable(out: Path) -> list[Path]:
+    """Create ``out`` and write (then remove) a probe file in it, so that a read-only or full
+    disk, a path through a file, a name too long or a permission denied is reported before a
+    long computation, not after it (an :class:`OSError` naming the path). Returns the folders
+    it created, deepest first."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder")
+    created = [p for p in (out, *out.parents) if not p.exists()]
+    out.mkdir(parents=True, exist_ok=True)
+    probe = out / f".patchassoc-write-test-{os.getpid()}"
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(b"\0" * 4096)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(out)) from None
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
+    return created
+
+
+def _remove_if_empty(folders: Sequence[Path]) -> None:
+    """Remove the folders the pre-flight check created when a command failed without writing
+    into them (a refused command leaves nothing behind)."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def _resume_hint(argv: Sequence[str]) -> str:
+    return "to resume, run the same command again: " + shlex.join(["patchassoc", *argv])
+
+
+def _interrupted_line(exc: BaseException | None, argv: Sequence[str], out: Path | None) -> str:
+    inner = exc
+    while inner is not None and not isinstance(inner, Interrupted):
+        inner = inner.__cause__ or inner.__context__
+    if inner is not None and str(inner):
+        what = str(inner)
+    else:
+        what = "what finished was kept" + (f" in {out}" if out is not None else "")
+    return f"patchassoc: interrupted: {what}; {_resume_hint(argv)}"
+
+
+def _print_summary(mod, args, summary) -> int:
+    """Print the summary on stdout; 141 when the reader went away (``| head``), else 0."""
+    try:
+        if args.json:
+            sys.stdout.write(json.dumps(to_jsonable(summary), sort_keys=True) + "\n")
+        else:
+            render = getattr(mod, "render", _render)
+            print(render(summary))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # nobody reads stdout any more: stop quietly (and let the interpreter's final flush go
+        # to /dev/null rather than print another BrokenPipeError)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchassoc`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    out = None
+    dask = None
+    created: list[Path] = []
     try:
         parser, commands = build_parser(next((a for a in argv if not a.startswith("-")), ""))
         args = parser.parse_args(argv)
@@ -153,29 +253,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         mod = commands[args.command]
         config, overrides, preset_name = _resolve_config(
             args, getattr(mod, "DEFAULT_PRESET", "ref"))
-        out = args.out if args.out is not None else DEFAULT_OUT / args.command
-        ctx = Context(config=config, seed=args.seed, out=Path(out),
+        out = Path(args.out if args.out is not None else DEFAULT_OUT / args.command)
+        if getattr(mod, "WRITES_OUT", True):
+            created = check_writable(out)
+        if getattr(args, "dask", None) is not None:
+            from patchassoc.simulations.runtime.executor import connect_dask
+            dask = args.dask = connect_dask(args.dask, getattr(args, "dask_timeout", None))
+        ctx = Context(config=config, seed=args.seed, out=out,
                       progress=not args.quiet,
                       json=args.json, args=args, overrides=overrides, preset_name=preset_name)
         summary = mod.run(ctx)
-    except UsageError as exc:
-        print(f"patchassoc: error: {exc}", file=sys.stderr)
+    except (ValueError, OSError, MemoryError) as exc:
+        # bad input (UsageError, any ValueError), a file that cannot be read (CorruptFile), an
+        # operating-system error (with its path), an impossible size numpy cannot allocate
+        if isinstance(exc, OSError):
+            what = _os_error(exc)
+        elif isinstance(exc, MemoryError):
+            what = f"out of memory: {exc or 'allocation failed'}"
+        else:
+            what = str(exc)
+        print(f"patchassoc: error: {what}", file=sys.stderr)
+        _remove_if_empty(created)
         return 2
-    except ValueError as exc:
-        print(f"patchassoc: error: {exc}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
-        print(f"patchassoc: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("patchassoc: interrupted; finished work was kept", file=sys.stderr)
+    except BaseException as exc:  # Ctrl-C, also when it reached a Numba kernel
+        if not interrupted_by(exc):
+            raise
+        print(_interrupted_line(exc, argv, out), file=sys.stderr)
         return 130
+    finally:
+        if dask is not None:
+            dask.close()
     status = 0
     if isinstance(summary, dict) and summary.get("exit_status"):
         status = int(summary.pop("exit_status"))
-    if args.json:
-        sys.stdout.write(json.dumps(to_jsonable(summary), sort_keys=True) + "\n")
-    else:
-        render = getattr(mod, "render", _render)
-        print(render(summary))
-    return status
+        if str(summary.get("status", "")).startswith("interrupted"):
+            status = 130    # the run stopped on Ctrl-C and kept what it recorded (said above)
+    printed = _print_summary(mod, args, summary)
+    return printed or status

@@ -30,6 +30,8 @@ from patchassoc.simulations.runtime.errors import UsageError
 NAME = "association"
 HELP = ("score a matrix you bring (logits, Gram P P^T or attention) with the paper's "
         "Definition 2.2 and the set-mate share")
+#: Nothing is written to disk: no --out folder is created or checked.
+WRITES_OUT = False
 
 
 def add_arguments(parser) -> None:
@@ -44,12 +46,25 @@ def add_arguments(parser) -> None:
                         help="association level: share_min >= 1 - eps (default 0.1)")
 
 
+#: The first bytes of every .npy file (numpy.lib.format).
+NPY_MAGIC = b"\x93NUMPY"
+
+
 def _load(path: Path, what: str) -> np.ndarray:
     if not path.is_file():
         raise UsageError(f"{what} file not found: {path}")
+    with open(path, "rb") as fh:
+        head = fh.read(len(NPY_MAGIC))
+    # checked first: without the magic, numpy guesses a pickle and says "pickled data", which
+    # misleads for a text file or an .npz
+    if head != NPY_MAGIC:
+        kind = "an .npz archive" if head.startswith(b"PK") else \
+            "an empty file" if not head else "not a .npy file"
+        raise UsageError(f"cannot read {what} {path}: {kind} (expected a .npy array written by "
+                         f"numpy.save)")
     try:
         return np.load(path, allow_pickle=False)
-    except Exception as exc:  # a corrupt or non-.npy file: one line, not a traceback
+    except Exception as exc:  # a corrupt .npy file: one line, not a traceback
         raise UsageError(f"cannot read {what} {path} as a .npy array "
                          f"({type(exc).__name__}: {exc})") from None
 

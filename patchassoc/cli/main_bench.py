@@ -10,6 +10,8 @@ from __future__ import annotations
 
 NAME = "bench"
 HELP = "time the exact population engine (against D and against brute force) and a sampled step"
+#: Nothing is written to disk: no --out folder is created or checked.
+WRITES_OUT = False
 
 
 def add_arguments(parser) -> None:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from patchassoc.cli.options import add_dask_options
+
 
 NAME = "grid"
 HELP = ("claim 1 on the grid of (L, C, d): the gradient flow to its horizon (the verdict) and "
@@ -68,8 +70,7 @@ def add_arguments(parser) -> None:
                              "beyond the declared grid the flow alone is run; the GD reading "
                              "costs many times the flow there)")
     parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
-    parser.add_argument("--dask", default=None, metavar="ADDRESS",
-                        help="run the points on this Dask scheduler")
+    add_dask_options(parser, "run the points on this Dask scheduler")
     parser.add_argument("--no-figures", action="store_true", help="skip the map")
 
 

@@ -20,6 +20,8 @@ import time
 NAME = "population-eval"
 HELP = ("exact population risk, zero-one error, Bayes error and gradient in (alpha, a, b, c) "
         "for invariant logits Q = a I + b (B - I) + c (J - B), printed as JSON with --json")
+#: Nothing is written to disk: no --out folder is created or checked.
+WRITES_OUT = False
 
 
 def add_arguments(parser) -> None:

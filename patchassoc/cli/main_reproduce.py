@@ -1,8 +1,20 @@
 """``patchassoc reproduce``: the main job. Runs every step of the reproduction into one folder.
 
-Each step writes into its own subfolder and, when it finishes, a ``step.json`` with its summary;
-a re-run skips the steps whose ``step.json`` exists (``--force`` reruns them). A step that fails
-is reported and the others still run; the exit status is 1 if any step failed.
+Each step writes into its own subfolder and, when it finishes, a ``step.json`` with its summary
+and the fingerprint of its work: the study's protocol version, the resolved configuration, the
+seed and ``--quick`` (and the fingerprints of the steps it read). A re-run skips a step only if
+its ``step.json`` is intact and was computed for the same work from the same inputs; a step
+computed for other work (another seed, preset, ``--set``, quick or full, an older protocol) is
+computed again with one line saying what differs, or refused with exit status 2 under
+``--no-recompute``; a corrupt ``step.json`` is computed again with one line naming it
+(:func:`patchassoc.simulations.runtime.executor.plan_steps`). ``--force`` reruns every selected
+step. A step that fails is reported and the others still run; the exit status is 1 if any step
+failed.
+
+``--only STEP`` runs those steps and updates their rows of ``reproduce.json`` and ``report.md``;
+the other steps' rows are kept from their ``step.json`` (or, for a step that failed, from the
+previous ``reproduce.json``), each marked when it was computed for other work than this run's or
+read results that have changed since.
 
 The steps are the studies of :data:`patchassoc.simulations.studies.registry.STUDIES`; each runs its
 study and draws its figures (:func:`patchassoc.figures.catalog.draw`). Steps run side by side
@@ -24,8 +36,12 @@ import functools
 import time
 from pathlib import Path
 
-from patchassoc.simulations.runtime.executor import Step, default_jobs, run_steps
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.errors import CorruptFile, UsageError
+from patchassoc.simulations.runtime.executor import (Step, default_jobs, describe_change,
+                                                     plan_steps, run_steps, stale_inputs,
+                                                     stored_step)
+from patchassoc.simulations.runtime.progress import notice
+from patchassoc.simulations.runtime.results import read_json_object, write_json
 
 NAME = "reproduce"
 HELP = "run the whole reproduction (training, population dynamics, ...) into one folder"
@@ -52,6 +68,9 @@ def studies() -> tuple:
 def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true", help="a reduced, faster version")
     parser.add_argument("--force", action="store_true", help="rerun steps that already finished")
+    parser.add_argument("--no-recompute", action="store_true",
+                        help="refuse (exit 2) instead of recomputing a step that was computed "
+                             "for other work (another seed, configuration, --quick or protocol)")
     parser.add_argument("--only", action="append", default=[], metavar="STEP",
                         help=f"run only these steps ({', '.join(s.name for s in studies())})")
     parser.add_argument("--jobs", type=int, default=None, metavar="J",
@@ -59,18 +78,69 @@ def add_arguments(parser) -> None:
                              "runs them one after the other in this process)")
 
 
-def _steps(selected) -> list[Step]:
+def _work(study, ctx) -> dict:
+    """What a step computes, as its fingerprint sees it."""
+    return {"version": study.version, "config": ctx.config.to_dict(), "seed": int(ctx.seed),
+            "quick": bool(ctx.args.quick)}
+
+
+def _reads(study, names) -> tuple[str, ...]:
+    """Every step whose results the study reads (``("*",)``: every other one)."""
+    if study.inputs == ("*",):
+        return tuple(n for n in names if n != study.name)
+    return tuple(n for n in study.inputs if n in names)
+
+
+def _steps(selected, every, ctx) -> list[Step]:
     """The executor's steps for the selected studies: each waits for the selected studies it
-    reads (``("*",)``: every other one), with its cost and kernel families."""
+    reads, with its cost, kernel families, work and everything it reads (``every``: all the
+    studies)."""
     names = [s.name for s in selected]
+    all_names = [s.name for s in every]
     steps = []
     for s in selected:
-        after = [n for n in names if n != s.name] if s.inputs == ("*",) else \
-            [n for n in s.inputs if n in names]
+        reads = _reads(s, all_names)
         step = functools.partial(_run_study, s.name, s.run)
-        steps.append(Step(s.name, step, s.what, tuple(after),
-                          s.cost, s.kernels))
+        steps.append(Step(s.name, step, s.what, tuple(n for n in reads if n in names),
+                          s.cost, s.kernels, work=_work(s, ctx), reads=reads))
     return steps
+
+
+def _previous_rows(out: Path) -> dict:
+    """The step rows of the previous ``reproduce.json`` (empty when there is none; one line
+    when it cannot be read)."""
+    path = out / "reproduce.json"
+    if not path.exists():
+        return {}
+    try:
+        rows = read_json_object(path).get("steps")
+    except (CorruptFile, OSError) as exc:
+        notice(f"[reproduce] {path} cannot be read ({exc}); the rows of the steps not run now "
+               f"come from their step.json only")
+        return {}
+    return {k: v for k, v in rows.items() if isinstance(v, dict)} \
+        if isinstance(rows, dict) else {}
+
+
+def _kept_rows(others, out: Path, ctx) -> dict:
+    """The rows of the steps not run now: from their step.json, else (a step that failed) from
+    the previous reproduce.json; each marked when it holds other work or stale inputs."""
+    previous = _previous_rows(out)
+    rows = {}
+    for s in others:
+        rec, _ = stored_step(out / s.name)
+        if rec is None:
+            if s.name in previous and not previous[s.name].get("ok"):
+                rows[s.name] = dict(previous[s.name], kept=True)
+            continue
+        row = dict(rec, kept=True)
+        if rec.get("work") != _work(s, ctx):
+            row["other_work"] = describe_change(rec.get("work"), _work(s, ctx))
+        stale = stale_inputs(rec, out)
+        if stale:
+            row["stale_inputs"] = stale
+        rows[s.name] = row
+    return rows
 
 
 def run(ctx) -> dict:
@@ -84,30 +154,35 @@ def run(ctx) -> dict:
     jobs = default_jobs() if ctx.args.jobs is None else ctx.args.jobs
     if jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {jobs}")
+    if ctx.args.force and ctx.args.no_recompute:
+        raise UsageError("--force and --no-recompute exclude each other")
     selected = [s for s in STUDIES if not ctx.args.only or s.name in ctx.args.only]
-    results: dict[str, dict] = {}
+    steps = _steps(selected, STUDIES, ctx)
     t_start = time.perf_counter()
-    for name in (s.name for s in selected):
-        marker = out / name / "step.json"
-        if marker.exists() and not ctx.args.force:
-            results[name] = dict(read_json(marker), skipped=True)
-            ctx.log(f"[reproduce] {name}: already finished, skipped ({marker})")
-    results.update(run_steps(_steps(selected), out, (ctx.config, ctx.seed, bool(ctx.args.quick)),
+    done = plan_steps(steps, out, force=ctx.args.force, recompute=not ctx.args.no_recompute)
+    results: dict[str, dict] = {}
+    for name, rec in done.items():
+        results[name] = dict(rec, skipped=True)
+        ctx.log(f"[reproduce] {name}: already finished, skipped ({out / name / 'step.json'})")
+    results.update(run_steps(steps, out, (ctx.config, ctx.seed, bool(ctx.args.quick)),
                              jobs=jobs, done=set(results), progress=ctx.progress,
                              log=ctx.progress and not ctx.json, desc="reproduce"))
+    failed_now = [n for n, r in results.items() if not r.get("ok")]
+    results.update(_kept_rows([s for s in STUDIES if s not in selected], out, ctx))
     results = {s.name: results[s.name] for s in STUDIES if s.name in results}
     failed = [n for n, r in results.items() if not r.get("ok")]
     summary = {"out": str(out), "steps": results, "failed": failed,
                "seconds": time.perf_counter() - t_start,
                "cpu_seconds": sum(r.get("cpu_seconds", 0.0) for r in results.values()
-                                  if not r.get("skipped")),
+                                  if not r.get("skipped") and not r.get("kept")),
                "jobs": jobs, "quick": bool(ctx.args.quick),
                "seed": ctx.seed, "config": ctx.config.to_dict(),
+               "only": list(ctx.args.only) or None,
                "order": [s.name for s in STUDIES if s.name in results]}
     write_json(out / "reproduce.json", summary)
     from patchassoc.cli.report import write_report
     summary["report"] = str(write_report(out))
-    if failed:
+    if failed_now:
         summary["exit_status"] = 1
     return summary
 
@@ -118,8 +193,12 @@ def render(summary: dict) -> str:
              f"process(es)); report: {summary.get('report')}"]
     for name, rec in summary["steps"].items():
         state = "skipped (done before)" if rec.get("skipped") else \
-            ("ok" if rec.get("ok") else "FAILED")
+            ("ok" if rec.get("ok") else "FAILED") + (" (earlier run)" if rec.get("kept") else "")
         extra = f": {rec['error']}" if rec.get("error") else ""
+        if rec.get("other_work"):
+            extra += f" [computed for other work: {rec['other_work']}]"
+        if rec.get("stale_inputs"):
+            extra += f" [read {', '.join(rec['stale_inputs'])} before they changed]"
         lines.append(f"  {name:<14} {state:<22} {rec.get('seconds', 0):7.1f} s"
                      f"{rec.get('cpu_seconds', 0):8.1f} CPU-s{extra}")
     if summary["failed"]:

@@ -16,7 +16,7 @@ Along the declared family L = C = round(ln d), q = ln d / D, kappa = ln ln d on 
 (c) sampled data: the N at which >= 8 of 10 seeds associate (``--sampled-ks``, ``--ns``).
 
 Cells are independent: ``--jobs N`` local processes or ``--dask ADDRESS``; each finished cell is
-stored under ``<out>/scaling/cells/`` and a re-run computes only the missing ones.
+stored under ``<out>/cells/`` and a re-run computes only the missing ones.
 ``--reduced`` is the reproduction's version, ``--quick`` a smoke run: both are previews of claim 7.
 ``--json`` prints the summary: ``a.rows[*].flow`` holds each flow's certified limit error, limit
 class, horizon values and times, ``b.flow.fits`` the time fits.
@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from patchassoc.cli.options import add_dask_options
 
 
 NAME = "scaling"
@@ -110,8 +112,7 @@ def add_arguments(parser) -> None:
                         help="GD budget T(d) = ceil(this x ln d) (default 1000)")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on T(d)")
     parser.add_argument("--jobs", type=int, default=1, help="cells computed at a time")
-    parser.add_argument("--dask", default=None, metavar="ADDRESS",
-                        help="compute the cells on this Dask scheduler")
+    add_dask_options(parser, "compute the cells on this Dask scheduler")
     parser.add_argument("--no-figures", action="store_true", help="skip the figures")
 
 
@@ -131,7 +132,7 @@ def run(ctx) -> dict:
                       progress=ctx.progress and not ctx.json, mode=mode)
     if not a.no_figures:
         summary["figures"] = draw("scaling", Outcome(
-            summary, saved=Path(ctx.out) / "scaling" / "scaling.json"), ctx.out)
+            summary, saved=Path(ctx.out) / "scaling.json"), ctx.out)
     return summary
 
 

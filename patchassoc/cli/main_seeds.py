@@ -23,6 +23,8 @@ SPEC section 6, claim 2, and "Claims read at a declared horizon".
 """
 from __future__ import annotations
 
+from patchassoc.cli.options import add_dask_options
+
 
 NAME = "seeds"
 HELP = ("claim 2 over seeds (diagonal fixed) at the horizon H: times to each criterion, pass "
@@ -42,8 +44,7 @@ def add_arguments(parser) -> None:
                              "another value is a preview); the config's steps is the budget "
                              "step read beside it")
     parser.add_argument("--jobs", type=int, default=1, help="seeds trained at a time")
-    parser.add_argument("--dask", default=None, metavar="ADDRESS",
-                        help="train the seeds on this Dask scheduler")
+    add_dask_options(parser, "train the seeds on this Dask scheduler")
     parser.add_argument("--no-control", action="store_true",
                         help="skip the Fig. 2 control (gaussian-cnn data)")
     parser.add_argument("--no-figures", action="store_true", help="skip the control figure")

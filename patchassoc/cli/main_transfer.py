@@ -8,6 +8,8 @@ recomputing them.
 """
 from __future__ import annotations
 
+from patchassoc.cli.options import add_dask_options
+
 
 NAME = "transfer"
 HELP = ("transfer study (claim 5, pre-registered): downstream test error against N for the "
@@ -35,8 +37,7 @@ def add_arguments(parser) -> None:
                              f"{P.QUICK['Ns'][-1]} (not a verdict)")
     parser.add_argument("--jobs", type=int, default=None, metavar="K",
                         help="local worker processes (default: all cores)")
-    parser.add_argument("--dask", default=None, metavar="ADDRESS",
-                        help="run the upstream x downstream cells on the Dask scheduler at "
+    add_dask_options(parser, "run the upstream x downstream cells on the Dask scheduler at "
                              "ADDRESS instead of local processes (--jobs is then ignored; needs "
                              "the optional extra dask and this package importable on the "
                              "workers)")

@@ -5,6 +5,11 @@ table, every figure embedded with a paragraph that reads it using the measured n
 configuration, the package versions, the seed and the timings. Each step's readings come from its
 study (:attr:`~patchassoc.simulations.studies.study.Study.readings`, a function of the step's
 summary); a step without readings still gets its figures listed.
+
+A folder updated step by step (``reproduce --only``) may hold steps of several runs: a row kept
+from an earlier run is marked, with what differs when it was computed for other work (another
+seed, configuration or ``--quick``) and which of its inputs changed since; the claims table says
+so when the ``check`` step is such a row.
 """
 from __future__ import annotations
 
@@ -62,6 +67,20 @@ def _claims_table(claims: list[dict]) -> list[str]:
     return lines
 
 
+def _kept_warning(check: dict) -> str | None:
+    """A line above the claims when they come from a ``check`` step of another run or one that
+    read results which have changed since."""
+    why = []
+    if check.get("other_work"):
+        why.append(f"it was computed for other work than this run ({check['other_work']})")
+    if check.get("stale_inputs"):
+        why.append(f"the results of {', '.join(check['stale_inputs'])} changed after it read them")
+    if not why:
+        return None
+    return ("**These claims come from an earlier `check` step**: " + "; ".join(why)
+            + ". Run `patchassoc reproduce --only check` (with this run's options) to update them.")
+
+
 def write_report(folder: str | Path) -> Path:
     """Write ``folder``/report.md from the reproduction's saved summaries."""
     folder = Path(folder)
@@ -76,6 +95,9 @@ def write_report(folder: str | Path) -> Path:
              "was measured by this run; the commands and the configuration are at the end.", ""]
     claims = (steps.get("check", {}).get("summary") or {}).get("claims")
     lines += ["## Claims", ""]
+    warning = _kept_warning(steps.get("check") or {})
+    if claims and warning:
+        lines += [warning, ""]
     if claims:
         lines += _claims_table(claims)
         passed = sum(bool(c.get("passed")) for c in claims)
@@ -113,16 +135,21 @@ def write_report(folder: str | Path) -> Path:
             text = readings.get(fig.stem)
             if text:
                 lines += [text, ""]
+    only = "".join(f" --only {n}" for n in meta.get("only") or [])
     lines += ["## Run", "", f"- command: `patchassoc reproduce{' --quick' if meta.get('quick') else ''}"
-              f" --seed {meta.get('seed', 0)}`", f"- seed: {meta.get('seed', 0)}",
+              f" --seed {meta.get('seed', 0)}{only}`", f"- seed: {meta.get('seed', 0)}",
               f"- total time: {meta.get('seconds', 0):.1f} s wall, "
               f"{meta.get('cpu_seconds', 0):.0f} CPU-s, steps on {meta.get('jobs', 1)} "
               f"process(es) side by side", "",
               "| step | status | seconds (wall) | CPU-seconds |", "|---|---|---|---|"]
     for name, rec in steps.items():
         state = "ok" if rec.get("ok") else "FAILED"
-        if rec.get("skipped"):
+        if rec.get("skipped") or rec.get("kept"):
             state += " (from an earlier run)"
+        if rec.get("other_work"):
+            state += f"; computed for other work: {rec['other_work']}"
+        if rec.get("stale_inputs"):
+            state += f"; read {', '.join(rec['stale_inputs'])} before they changed"
         lines.append(f"| {name} | {state} | {rec.get('seconds', 0):.1f} | "
                      f"{rec.get('cpu_seconds', 0):.1f} |")
     config = meta.get("config") or {}

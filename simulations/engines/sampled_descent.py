@@ -44,6 +44,7 @@ from patchassoc.theory.recovery import recovery_report
 from patchassoc.theory.structure import Structure, build_structure, within_set_mass
 
 from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.simulations.runtime.errors import interrupted_by
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.engines.start import initial_parameters, record_steps
@@ -220,7 +221,9 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
                 theta = theta - eta_Q * g
             step += 1
             bar.update(1)
-    except KeyboardInterrupt:
+    except BaseException as exc:  # Ctrl-C, also inside a kernel (a SystemError caused by it)
+        if not interrupted_by(exc):
+            raise
         status = f"interrupted at step {step}"
     finally:
         bar.close()

@@ -3,15 +3,25 @@
 :func:`map_tasks` applies a module-level function to argument tuples. ``jobs == 1`` calls it in
 this process; ``jobs > 1`` uses a local pool of ``jobs`` spawned processes (``spawn``: ``fork``
 is unsafe once torch or Numba have started threads), each set up by an optional initializer
-(:func:`single_numba_thread`, or a data set and a progress queue); ``dask`` (an address or a
-``distributed.Client``) submits to a Dask scheduler, with the objects named by :class:`Shared`
-arguments scattered to every worker once. Tasks are submitted in the given order and each result
-is handed, in this process, to ``on_result(index, result)`` as it finishes (the caller stores
-it): one after the other in process, in submission order among the tasks of a pool that finish
-together, in completion order on Dask. An exception (Ctrl-C, a failing task, or one raised by
-``on_result``) cancels the unstarted tasks, lets the running ones stop, hands nothing more to
-``on_result`` and is re-raised: what was stored is what finished, and the caller resumes by
+(:func:`single_numba_thread`, or a data set and a progress queue); ``dask`` (an address, a
+:class:`DaskCluster` or a ``distributed.Client``) submits to a Dask scheduler, with each object
+named by :class:`Shared` arguments submitted once. Tasks are submitted in the given order and
+each result is handed, in this process, to ``on_result(index, result)`` as it finishes (the
+caller stores it): one after the other in process, in submission order among the tasks of a pool
+that finish together, in completion order on Dask. An exception (Ctrl-C, a failing task, or one
+raised by ``on_result``) cancels the unstarted tasks, stops the running ones, hands nothing more
+to ``on_result`` and is re-raised: what was stored is what finished, and the caller resumes by
 skipping it. A task's numbers depend only on its arguments, never on the backend or the order.
+
+Interruptions: the pool's processes ignore SIGINT (they are started with it ignored, so not even
+their start-up prints a traceback); on Ctrl-C this process terminates them, so the running tasks
+stop at once and none is handed on. In process, Ctrl-C inside a Numba kernel may surface as a
+``SystemError`` caused by the ``KeyboardInterrupt``; it is raised as the ``KeyboardInterrupt``.
+On Dask the shared objects are not scattered: each is submitted once as a task that returns it,
+so the scheduler holds the recipe and a worker that dies takes nothing with it (its tasks and
+any shared object it held are computed again elsewhere). :func:`connect_dask` waits a bounded
+time for the scheduler and for a first worker, and a cluster that loses every worker for that
+long stops the run; both say so in one line (:class:`DaskUnavailable`).
 
 :func:`run_steps` runs whole steps (:class:`Step`: a picklable module-level callable, the steps
 it waits for, a cost, the Numba kernel families it compiles) into ``<out>/<name>``. With
@@ -26,28 +36,42 @@ step that fails, or whose worker dies, is a failed step and the others still run
 running steps (same process group) are given a few seconds to keep what they finished. A step
 that succeeds writes ``<step>/step.json`` (its record), which lets a re-run skip it.
 
+A step's record carries its ``work`` (a JSON-ready description of what it computed: the
+resolved configuration, seed, quick or full, the study's protocol version), the ``fingerprint``
+of that work, and the fingerprints of the steps it read (``inputs``) as they were when it
+started. :func:`plan_steps` reuses a stored step only if its record is intact, its fingerprint is
+the step's and its inputs are still those it read; a step of other work is computed again with
+one line saying what differs (or refused, ``recompute=False``), and a corrupt ``step.json`` is
+computed again with one line naming it. A step's old ``step.json`` is removed when it starts, so
+a step that fails again is never taken for done.
+
 This module imports nothing from the studies, the engines or the command line: they pass it
 module-level functions, which are pickled by reference.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
 import resource
+import signal
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
+from patchassoc.simulations.runtime.progress import notice, progress_bar
+from patchassoc.simulations.runtime.results import fingerprint, stored_object, write_json
 
 __all__ = ["default_jobs", "single_numba_thread", "Shared", "map_tasks", "Step", "run_steps",
-           "ONE_CORE"]
+           "plan_steps", "stored_step", "stale_inputs", "describe_change", "ONE_CORE",
+           "DASK_TIMEOUT", "DaskCluster", "DaskUnavailable", "connect_dask"]
 
 
 def default_jobs() -> int:
@@ -80,13 +104,24 @@ def single_numba_thread() -> None:
 @dataclass(frozen=True)
 class Shared:
     """An argument standing for ``shared[key]`` of :func:`map_tasks`: the object itself in
-    process and on the local pool, its copy scattered once to every worker on Dask."""
+    process and on the local pool; on Dask, the result of a task that returns it (submitted
+    once, so a worker that dies takes nothing with it)."""
 
     key: Any
 
 
 def _resolve(args: tuple, shared: Mapping) -> tuple:
     return tuple(shared[a.key] if isinstance(a, Shared) else a for a in args)
+
+
+def _as_interrupt(exc: BaseException) -> BaseException:
+    """``exc`` itself, or the :class:`KeyboardInterrupt` behind it (Ctrl-C inside a Numba
+    kernel surfaces as a ``SystemError`` caused by it)."""
+    if isinstance(exc, KeyboardInterrupt) or not interrupted_by(exc):
+        return exc
+    new = KeyboardInterrupt("interrupted inside a compiled kernel")
+    new.__cause__ = exc
+    return new
 
 
 def map_tasks(fn: Callable, calls: Sequence[tuple], on_result: Callable[[int, Any], None], *,
@@ -104,13 +139,21 @@ def map_tasks(fn: Callable, calls: Sequence[tuple], on_result: Callable[[int, An
         :class:`Shared` arguments are replaced by ``shared[key]``.
     jobs : int
         Local processes (at most one per task); 1 computes in this process.
-    dask : str or distributed.Client, optional
-        Run on this Dask scheduler instead (``jobs`` is then ignored).
+    dask : str, DaskCluster or distributed.Client, optional
+        Run on this Dask scheduler instead (``jobs`` is then ignored). An address is connected
+        with :func:`connect_dask` (bounded waits) and closed at the end.
     initializer, initargs
         Run once in each local worker process.
     tick, on_tick
         On the local pool, ``on_tick()`` is called after each wait of at most ``tick`` seconds
         (e.g. to drain a progress queue fed by the workers).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C (also when it reached a Numba kernel): nothing more is handed on.
+    DaskUnavailable
+        The Dask scheduler cannot be reached, or has no worker for longer than its timeout.
     """
     shared = {} if shared is None else shared
     if isinstance(jobs, bool) or int(jobs) != jobs or jobs < 1:
@@ -121,17 +164,63 @@ def map_tasks(fn: Callable, calls: Sequence[tuple], on_result: Callable[[int, An
         _map_dask(dask, fn, calls, on_result, shared)
     elif jobs == 1:
         for i, args in enumerate(calls):
-            on_result(i, fn(*_resolve(args, shared)))
+            try:
+                result = fn(*_resolve(args, shared))
+            except BaseException as exc:
+                new = _as_interrupt(exc)
+                if new is exc:
+                    raise
+                raise new from exc
+            on_result(i, result)
     else:
         _map_pool(int(jobs), fn, calls, on_result, shared, initializer, initargs, tick, on_tick)
 
 
+def _thread_lock_for_bars() -> None:
+    """tqdm's lock in a worker process: a thread lock. By default tqdm makes a
+    ``multiprocessing`` lock (a named semaphore) at its first bar, even a disabled one; a pool
+    process that is terminated cannot release it, and the resource tracker then warns about
+    "leaked semaphore objects" on stderr. A worker's bars never need a lock across processes."""
+    from tqdm import tqdm
+    tqdm.set_lock(threading.RLock())
+
+
+def _init_worker(initializer, initargs) -> None:
+    """A pool process's set-up: SIGINT ignored (the coordinator stops it), tqdm without a
+    process lock (:func:`_thread_lock_for_bars`), then the caller's initializer."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _thread_lock_for_bars()
+    if initializer is not None:
+        initializer(*initargs)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """SIGINT ignored for a while: while processes are started (they inherit it, so Python in
+    them never installs its KeyboardInterrupt handler, not even for their start-up), and while
+    an interrupted run stops its processes (a second Ctrl-C must not leave them running). Only
+    the main thread may change it; elsewhere this does nothing (a pool's initializer ignores
+    SIGINT anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _map_pool(jobs, fn, calls, on_result, shared, initializer, initargs, tick, on_tick) -> None:
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(calls)), mp_context=ctx,
-                               initializer=initializer, initargs=initargs)
+    pool = None
     try:
-        pending = {pool.submit(fn, *_resolve(args, shared)): i for i, args in enumerate(calls)}
+        with _sigint_ignored():
+            pool = ProcessPoolExecutor(max_workers=min(jobs, len(calls)), mp_context=ctx,
+                                       initializer=_init_worker,
+                                       initargs=(initializer, initargs))
+            pending = {pool.submit(fn, *_resolve(args, shared)): i
+                       for i, args in enumerate(calls)}
         while pending:
             done, _ = wait(pending, timeout=tick, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=lambda f: pending[f]):
@@ -139,41 +228,136 @@ def _map_pool(jobs, fn, calls, on_result, shared, initializer, initargs, tick, o
             if on_tick is not None:
                 on_tick()
     except BaseException:
-        # Unstarted tasks are cancelled; running ones finish or stop (on Ctrl-C the workers are
-        # interrupted too) and are not handed on, so a resumed run computes them.
-        pool.shutdown(wait=True, cancel_futures=True)
+        # Unstarted tasks are cancelled, running ones stopped (their processes ignore SIGINT:
+        # they are terminated) and nothing more is handed on, so a resumed run computes them.
+        if pool is not None:
+            with _sigint_ignored():
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    proc.terminate()
+                pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
 
 
-def _map_dask(dask, fn, calls, on_result, shared) -> None:
+# -- Dask ---------------------------------------------------------------------------------------
+#: Seconds to wait for a Dask scheduler to answer, for its first worker, and for a worker to come
+#: back when a running cluster has none (``--dask-timeout``).
+DASK_TIMEOUT = 30.0
+
+
+class DaskUnavailable(UsageError):
+    """The Dask scheduler does not answer, or has no workers (one line, exit status 2)."""
+
+
+@dataclass
+class DaskCluster:
+    """A connected Dask client with its bounded wait (:func:`connect_dask`); prints as its
+    address."""
+
+    address: str
+    client: Any
+    timeout: float = DASK_TIMEOUT
+    own: bool = True
+
+    def __str__(self) -> str:
+        return self.address
+
+    def close(self) -> None:
+        if self.own:
+            with contextlib.suppress(Exception):
+                self.client.close()
+
+
+def connect_dask(dask, timeout: float | None = None) -> DaskCluster:
+    """A client of the Dask scheduler ``dask`` (an address, a ``distributed.Client`` or a
+    :class:`DaskCluster`) that has at least one worker, waiting at most ``timeout`` seconds
+    (default :data:`DASK_TIMEOUT`) for each.
+
+    Raises
+    ------
+    DaskUnavailable
+        The scheduler did not answer, or had no worker, within ``timeout``.
+    UsageError
+        The optional dependency is missing.
+    """
+    if isinstance(dask, DaskCluster):
+        return dask
+    timeout = DASK_TIMEOUT if timeout is None else float(timeout)
+    if not timeout > 0:
+        raise UsageError(f"the Dask timeout must be a positive number of seconds, got {timeout}")
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ValueError("--dask needs the optional dependency dask[distributed] "
+        raise UsageError("--dask needs the optional dependency dask[distributed] "
                          "(pip install 'patchassoc[dask]')") from exc
-    own = not isinstance(dask, Client)
-    client = Client(dask) if own else dask
+    if isinstance(dask, Client):
+        cluster = DaskCluster(str(dask.scheduler.address), dask, timeout, own=False)
+    else:
+        address = str(dask)
+        try:
+            client = Client(address, timeout=timeout, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise DaskUnavailable(f"cannot reach the Dask scheduler at {address} within "
+                                  f"{timeout:g} s (--dask-timeout): "
+                                  f"{type(exc).__name__}: {_first_line(exc)}") from None
+        cluster = DaskCluster(address, client, timeout, own=True)
+    try:
+        cluster.client.wait_for_workers(1, timeout=timeout)
+    except (OSError, TimeoutError):
+        cluster.close()
+        raise DaskUnavailable(f"the Dask scheduler at {cluster.address} has no worker after "
+                              f"{timeout:g} s (--dask-timeout)") from None
+    return cluster
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+def _same(obj):
+    """A Dask task that returns its argument: a shared object held by the scheduler's recipe."""
+    return obj
+
+
+def _map_dask(dask, fn, calls, on_result, shared) -> None:
+    cluster = connect_dask(dask)
+    client = cluster.client
     futures = []
     try:
-        # fresh keys (hash=False): data scattered by another run of the same objects, which
-        # that run releases when it ends, are never shared with this one
-        keys = list(shared)
-        scattered = dict(zip(keys, client.scatter([shared[k] for k in keys], broadcast=True,
-                                                  hash=False)))
-        futures = [client.submit(fn, *_resolve(args, scattered), pure=False) for args in calls]
+        held = {k: client.submit(_same, v, pure=False) for k, v in shared.items()}
+        futures = [client.submit(fn, *_resolve(args, held), pure=False) for args in calls]
         index = {f.key: i for i, f in enumerate(futures)}
-        for fut, result in as_completed(futures, with_results=True):
-            if fut.status != "finished":   # cancelled: what it carries is no result
-                raise RuntimeError(f"the Dask task {fut.key} ended {fut.status}: {result!r}")
-            on_result(index[fut.key], result)
+        pending = list(futures)
+        last_worker = time.monotonic()
+        checked = 0.0
+        while pending:
+            done = [f for f in pending if f.done()]
+            if not done:
+                time.sleep(0.02)
+                now = time.monotonic()
+                if now - checked >= 1.0:
+                    checked = now
+                    if client.nthreads():
+                        last_worker = now
+                    elif now - last_worker > cluster.timeout:
+                        raise DaskUnavailable(
+                            f"the Dask cluster at {cluster.address} has had no worker for "
+                            f"{cluster.timeout:g} s (--dask-timeout); {len(futures) - len(pending)}"
+                            f" of {len(futures)} tasks finished")
+                continue
+            for fut in sorted(done, key=lambda f: index[f.key]):
+                pending.remove(fut)
+                if fut.status == "cancelled":
+                    raise DaskUnavailable(f"the Dask task {fut.key} was cancelled by the "
+                                          f"scheduler at {cluster.address}")
+                on_result(index[fut.key], fut.result())   # a failed task raises its error
     except BaseException:
         for f in futures:
             f.cancel()
         raise
     finally:
-        if own:
-            client.close()
+        if cluster is not dask:
+            cluster.close()
 
 
 # -- steps --------------------------------------------------------------------------------------
@@ -185,7 +369,12 @@ ONE_CORE = {"PATCHASSOC_JOBS": "1", "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS":
 @dataclass(frozen=True)
 class Step:
     """A step of :func:`run_steps`: ``fn(folder, *args, progress) -> dict`` (its JSON-ready
-    summary; a true ``exit_status`` in it marks a failure), a module-level function."""
+    summary; a true ``exit_status`` in it marks a failure), a module-level function.
+
+    ``work`` describes what the step computes (JSON-ready: configuration, seed, quick or full,
+    protocol version; its :attr:`fingerprint` decides whether a stored record is reusable);
+    ``reads`` names every step whose results it reads, selected or not (default ``after``),
+    whose fingerprints are kept in its record."""
 
     name: str
     fn: Callable
@@ -193,6 +382,16 @@ class Step:
     after: tuple[str, ...] = ()
     cost: float = 0.0
     kernels: tuple[str, ...] = ()
+    work: Mapping = field(default_factory=dict)
+    reads: tuple[str, ...] | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint({"step": self.name, **dict(self.work)})
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.after if self.reads is None else self.reads
 
 
 def _cpu_seconds() -> float:
@@ -202,10 +401,141 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool) -> dict:
-    """Run one step (``fn`` may be pickled bytes); write its ``step.json`` when it succeeded;
-    return its record."""
+def stored_step(folder: str | Path) -> tuple[dict | None, str | None]:
+    """The record in ``<folder>/step.json`` of a step that finished, or ``(None, why)``:
+    ``"missing"`` or ``"corrupt: <reason>"`` (not JSON, not an object, not a finished step's
+    record)."""
+    rec, why = stored_object(Path(folder) / "step.json", "a step's record (a JSON object)")
+    if rec is None:
+        return None, why
+    if rec.get("ok") is not True or not isinstance(rec.get("summary"), dict) \
+            or rec.get("step") != Path(folder).name:
+        return None, "corrupt: not the record of a finished step"
+    return rec, None
+
+
+def _stored_fingerprint(out: Path, name: str) -> str | None:
+    rec, _ = stored_step(out / name)
+    return rec.get("fingerprint") if rec else None
+
+
+def describe_change(old: Mapping | None, new: Mapping) -> str:
+    """What differs between a stored step's work and this run's, in a few words."""
+    if not isinstance(old, Mapping):
+        return "a record without a fingerprint (an older version's)"
+    parts = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            sub = [f"{k} {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
+                   if a.get(k) != b.get(k)]
+            parts.append(f"{key}: " + ", ".join(sub[:4]) + (", ..." if len(sub) > 4 else ""))
+        elif key == "quick":
+            parts.append(f"{'quick' if a else 'full'} -> {'quick' if b else 'full'}")
+        else:
+            parts.append(f"{key} {a!r} -> {b!r}")
+    return "; ".join(parts) or "another fingerprint"
+
+
+def stale_inputs(record: Mapping, out: str | Path) -> list[str]:
+    """The steps a stored step's record read (its ``inputs``) whose results have changed since
+    (their fingerprint in ``out`` is not the one it read)."""
+    read = record.get("inputs")
+    if not isinstance(read, Mapping):
+        return []
+    return [d for d, fp in read.items() if _stored_fingerprint(Path(out), d) != fp]
+
+
+def plan_steps(steps: Sequence[Step], out: str | Path, *, force: bool = False,
+               recompute: bool = True, say: Callable[[str], None] = notice,
+               desc: str = "reproduce") -> dict[str, dict]:
+    """The stored records of the steps that need not run again (the module notes), by name.
+
+    A step is reused when its ``step.json`` is intact, its fingerprint is the step's, and each
+    step it reads has the fingerprint it read (or will have it once this run's steps are done).
+    Otherwise it runs: silently when it never finished, with one line through ``say`` when its
+    record is corrupt or belongs to other work or other inputs.
+
+    Raises
+    ------
+    UsageError
+        ``recompute=False`` and a stored step belongs to other work or other inputs.
+    """
+    out = Path(out)
+    by_name = {s.name: s for s in steps}
+    planned: dict[str, str | None] = {}   # name -> its fingerprint once this run is done
+    reused: dict[str, dict] = {}
+
+    def will_have(name: str) -> str | None:
+        if name in by_name:
+            visit(by_name[name])
+            return planned[name]
+        return _stored_fingerprint(out, name)
+
+    def visit(step: Step) -> None:
+        if step.name in planned:
+            return
+        planned[step.name] = None          # a cycle reads "not finished"
+        for dep in step.inputs:
+            if dep in by_name:
+                visit(by_name[dep])
+        rec, why = (None, "forced") if force else stored_step(out / step.name)
+        path = out / step.name / "step.json"
+        if rec is not None:
+            problem = None
+            if rec.get("fingerprint") != step.fingerprint:
+                change = describe_change(rec.get("work"), step.work)
+                problem = f"was computed for other work ({change})"
+            else:
+                read = rec.get("inputs") if isinstance(rec.get("inputs"), Mapping) else {}
+                changed = [d for d in step.inputs if read.get(d) != will_have(d)]
+                if changed:
+                    problem = (f"read results of {', '.join(changed)} that have changed since "
+                               f"(or change in this run)")
+            if problem is None:
+                reused[step.name] = rec
+                planned[step.name] = step.fingerprint
+                return
+            if not recompute:
+                raise UsageError(f"step {step.name}: {path} {problem}; run without "
+                                 f"--no-recompute to compute it again, or use another --out")
+            say(f"[{desc}] {step.name}: {path} {problem}; computing it again")
+        elif why.startswith("corrupt"):
+            say(f"[{desc}] {step.name}: {path} is {why}; computing it again")
+        planned[step.name] = step.fingerprint
+
+    for step in steps:
+        visit(step)
+    return reused
+
+
+def _stamp(step: Step, out: Path) -> dict:
+    """What a step's record keeps besides its result: its work, fingerprint, and the
+    fingerprints of what it reads as they are when it starts."""
+    return {"work": dict(step.work), "fingerprint": step.fingerprint,
+            "inputs": {d: _stored_fingerprint(out, d) for d in step.inputs}}
+
+
+def _failure(name: str, t0: float, c0: float, exc: BaseException) -> dict:
+    return {"step": name, "ok": False, "seconds": time.perf_counter() - t0,
+            "cpu_seconds": _cpu_seconds() - c0, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool,
+             stamp: Mapping | None = None) -> dict:
+    """Run one step (``fn`` may be pickled bytes); write its ``step.json`` (with ``stamp``)
+    when it succeeded; return its record. An interruption (also one that reached a Numba
+    kernel) is raised as :class:`KeyboardInterrupt`; any other error is a failed step."""
     t0, c0 = time.perf_counter(), _cpu_seconds()
+    marker = Path(folder) / "step.json"
+    try:
+        marker.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return _failure(name, t0, c0, exc)
     try:
         if isinstance(fn, bytes):
             fn = pickle.loads(fn)
@@ -213,28 +543,45 @@ def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool) -> dict:
         ok = not summary.get("exit_status")
         summary.pop("exit_status", None)
         record = {"step": name, "ok": ok, "seconds": time.perf_counter() - t0,
-                  "cpu_seconds": _cpu_seconds() - c0, "summary": summary}
+                  "cpu_seconds": _cpu_seconds() - c0, "summary": summary, **(stamp or {})}
         if ok:
-            write_json(folder / "step.json", record)
+            write_json(marker, record)
         return record
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a failed step must not stop the others
+    except BaseException as exc:  # noqa: BLE001 - a failed step must not stop the others
+        new = _as_interrupt(exc)
+        if isinstance(new, KeyboardInterrupt):
+            if new is exc:
+                raise
+            raise new from exc
+        if not isinstance(exc, Exception):
+            raise
         if progress:
             traceback.print_exc(file=sys.stderr)
-        return {"step": name, "ok": False, "seconds": time.perf_counter() - t0,
-                "cpu_seconds": _cpu_seconds() - c0, "error": f"{type(exc).__name__}: {exc}"}
+        return _failure(name, t0, c0, exc)
 
 
 def _step_worker(conn, args: tuple) -> None:
     """A step process (spawned, kept for several steps): receives (name, pickled fn, folder,
-    cores), runs the step with ``cores`` threads and its output in ``<folder>/step.log``, sends
-    back the record; ``None`` ends it."""
+    cores, stamp), runs the step with ``cores`` threads and its output in
+    ``<folder>/step.log``, sends back the record; ``None`` ends it. Ctrl-C ends it quietly (the
+    coordinator says what finished). It starts with SIGINT ignored (so its start-up never prints
+    a traceback) and takes Ctrl-C from here on."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _thread_lock_for_bars()
+    try:
+        _serve_steps(conn, args)
+    except KeyboardInterrupt:
+        # SystemExit, not os._exit: multiprocessing then runs its finalizers (the named
+        # semaphores of a pool this step started are unlinked, not reported as leaked)
+        sys.exit(130)
+
+
+def _serve_steps(conn, args: tuple) -> None:
     while True:
         task = conn.recv()
         if task is None:
             return
-        name, fn, folder, cores = task
+        name, fn, folder, cores, stamp = task
         folder_p = Path(folder)
         folder_p.mkdir(parents=True, exist_ok=True)
         os.environ["PATCHASSOC_JOBS"] = str(cores)
@@ -251,7 +598,7 @@ def _step_worker(conn, args: tuple) -> None:
         os.dup2(fd, 2)
         os.close(fd)
         try:
-            record = _run_one(name, fn, folder_p, args, progress=True)
+            record = _run_one(name, fn, folder_p, args, progress=True, stamp=stamp)
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -285,34 +632,48 @@ def run_steps(steps: Sequence[Step], out: str | Path, args: tuple = (), *, jobs:
     ``steps`` lists the selected steps, those in ``done`` (finished before: not run, count as
     finished) included; a name in ``after`` that is not among them is ignored. ``args`` follow
     the folder in each call. ``progress``: progress bars; ``log``: status lines on stderr.
+
+    Raises
+    ------
+    Interrupted
+        On Ctrl-C: the steps that finished kept their records; the message names them.
     """
     out = Path(out)
     finished_before = set(done)
     todo = [s for s in steps if s.name not in finished_before]
-    if jobs == 1 or len(todo) <= 1:
-        return _run_in_process(todo, out, args, progress, log, desc)
-    return _run_side_by_side(steps, todo, out, args, min(jobs, len(todo)), finished_before,
-                             progress, log, desc)
+    results: dict[str, dict] = {}
+    try:
+        if jobs == 1 or len(todo) <= 1:
+            _run_in_process(todo, out, args, progress, log, desc, results)
+        else:
+            _run_side_by_side(steps, todo, out, args, min(jobs, len(todo)), finished_before,
+                              progress, log, desc, results)
+    except KeyboardInterrupt as exc:
+        ok = [n for n, r in results.items() if r.get("ok")]
+        inner = f" ({exc})" if isinstance(exc, Interrupted) else ""
+        raise Interrupted(f"{desc}: {len(ok) + len(finished_before)} of {len(steps)} steps done"
+                          + (f" (this run: {', '.join(ok)})" if ok else "")
+                          + f", kept in {out}{inner}") from None
+    return results
 
 
-def _run_in_process(todo, out, args, progress, log, desc) -> dict[str, dict]:
+def _run_in_process(todo, out, args, progress, log, desc, results) -> None:
     def say(msg: str) -> None:
         if log:
             print(msg, file=sys.stderr, flush=True)
 
-    results = {}
     for step in todo:
         say(f"[{desc}] {step.name}: {step.what} ...")
-        rec = _run_one(step.name, step.fn, out / step.name, args, progress)
+        rec = _run_one(step.name, step.fn, out / step.name, args, progress,
+                       stamp=_stamp(step, out))
         results[step.name] = rec
         say(f"[{desc}] {step.name}: "
             + ("done" if rec["ok"] else f"FAILED: {rec.get('error', '')}")
             + f" in {rec['seconds']:.1f} s")
-    return results
 
 
-def _run_side_by_side(steps, todo, out, args, jobs, done, progress, log, desc
-                      ) -> dict[str, dict]:
+def _run_side_by_side(steps, todo, out, args, jobs, done, progress, log, desc, results
+                      ) -> None:
     from multiprocessing.connection import wait as wait_any
     spawn = multiprocessing.get_context("spawn")
     names = [s.name for s in todo]
@@ -324,7 +685,6 @@ def _run_side_by_side(steps, todo, out, args, jobs, done, progress, log, desc
     priority = _priority(info, deps)
     blobs = {s.name: pickle.dumps(s.fn) for s in todo}
     pending = list(names)
-    results: dict[str, dict] = {}
     workers: list[dict] = []    # {"proc", "conn", "step": name or None, "t0"}
     bar = progress_bar(total=len(names), desc=desc, enable=progress, unit="step")
 
@@ -340,7 +700,8 @@ def _run_side_by_side(steps, todo, out, args, jobs, done, progress, log, desc
         try:
             parent, child = spawn.Pipe()
             proc = spawn.Process(target=_step_worker, name=f"{desc}-worker", args=(child, args))
-            proc.start()
+            with _sigint_ignored():
+                proc.start()
             child.close()
         finally:
             for k, v in saved.items():
@@ -382,7 +743,7 @@ def _run_side_by_side(steps, todo, out, args, jobs, done, progress, log, desc
                 idle = [w for w in workers if w["step"] is None]
                 w = idle[0] if idle else new_worker()
                 folder = out / name
-                w["conn"].send((name, blobs[name], str(folder), cores))
+                w["conn"].send((name, blobs[name], str(folder), cores, _stamp(info[name], out)))
                 w["step"], w["t0"] = name, time.perf_counter()
                 say(f"[{desc}] {name}: {info[name].what} ... ({cores} "
                     f"core{'s' if cores > 1 else ''}; log {folder / 'step.log'})")
@@ -413,16 +774,23 @@ def _run_side_by_side(steps, todo, out, args, jobs, done, progress, log, desc
             w["conn"].send(None)
         for w in workers:
             w["proc"].join(timeout=30)
-    except BaseException:
-        # Ctrl-C reaches the steps too (same process group): let them keep what they finished;
-        # on any other error stop the workers, which would otherwise wait for work forever
-        wait_s = 10 if sys.exc_info()[0] is KeyboardInterrupt else 0
-        for w in workers:
-            w["proc"].join(timeout=wait_s)
-            if w["proc"].is_alive():
-                w["proc"].terminate()
-                w["proc"].join()
+    except BaseException as exc:
+        # On Ctrl-C the steps are interrupted too (by the terminal, which signals the whole
+        # process group, or here, when only this process was): each stops its own processes and
+        # keeps what it finished. On any other error the workers are stopped, which would
+        # otherwise wait for work forever.
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        with _sigint_ignored():
+            for w in workers:
+                if interrupted and w["proc"].is_alive():
+                    with contextlib.suppress(OSError):
+                        os.kill(w["proc"].pid, signal.SIGINT)
+            for w in workers:
+                w["proc"].join(timeout=10 if interrupted else 0)
+                if w["proc"].is_alive():
+                    w["proc"].terminate()
+                    w["proc"].join()
         raise
     finally:
         bar.close()
-    return results
+

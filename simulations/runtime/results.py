@@ -1,9 +1,25 @@
-"""Saving and loading results: a folder with ``config.json``, ``metrics.json`` and
-``arrays.npz``. Every write is atomic (a temporary file in the same folder, then
-:func:`os.replace`), so an interrupted run never leaves a half-written file behind.
+"""Saving and loading results: a folder with ``config.json``, ``metrics.json``, ``arrays.npz``
+and ``manifest.json``.
+
+Every file is written atomically (a temporary file in the same folder, then :func:`os.replace`),
+so an interrupted run never leaves a half-written file behind. A result folder is atomic as a
+whole through its manifest: :func:`save_folder` first removes the old ``manifest.json``, then
+writes the three files, and last the manifest with the SHA-256 digest of each.
+:func:`load_folder` loads a folder only if its manifest is there and every file matches it, so a
+folder whose writing stopped half-way (a full disk, a killed process, a failed rename) is never
+loaded with the files of two different runs: it is reported as :class:`CorruptFile`, and a
+caller that caches results computes it again. (Writing the folder under a temporary name and
+renaming it into place would also be atomic, but a result folder may be a user's ``--out``, which
+holds other files, figures and sub-results: renaming it would move or delete them.)
+
+Read errors name their file: a file that is not valid JSON, a JSON value of the wrong shape or a
+broken ``.npz`` raises :class:`~patchassoc.simulations.runtime.errors.CorruptFile` (a
+:class:`ValueError`), and a failed write raises an :class:`OSError` that carries the path.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import tempfile
@@ -12,8 +28,26 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json", "write_arrays",
-           "read_arrays", "save_folder", "load_folder", "to_jsonable"]
+from patchassoc.simulations.runtime.errors import CorruptFile
+
+__all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
+           "read_json_object", "stored_object", "write_arrays", "read_arrays", "save_folder", "load_folder",
+           "to_jsonable", "fingerprint", "MANIFEST", "RESULT_FILES"]
+
+#: The manifest of a result folder, written last.
+MANIFEST = "manifest.json"
+#: The files a result folder holds besides its manifest.
+RESULT_FILES = ("arrays.npz", "config.json", "metrics.json")
+
+
+def _with_path(exc: OSError, path: Path) -> OSError:
+    """``exc`` with ``path`` as its file name when it has none (a failed ``write`` or ``fsync``
+    on a full disk names no file), so the one-line error says where."""
+    if exc.filename is not None:
+        return exc
+    new = type(exc)(exc.errno, exc.strerror or str(exc), str(path))
+    new.__cause__ = exc
+    return new
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -27,9 +61,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _with_path(exc, path) from None
         raise
     return path
 
@@ -53,43 +89,164 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def fingerprint(record: Mapping) -> str:
+    """A task's or step's fingerprint: the first 16 hex digits of the SHA-256 of ``record`` as
+    JSON with sorted keys (``record`` holds the protocol version and everything the numbers
+    depend on). A stored cell or step with another fingerprint belongs to other work."""
+    text = json.dumps(record, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _json_bytes(obj: Any) -> bytes:
+    return (json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n")
+    return atomic_write_bytes(path, _json_bytes(obj))
+
+
+def _parse_json(data: bytes, path) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CorruptFile(path, "not a UTF-8 text file") from None
+    except json.JSONDecodeError as exc:
+        msg = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg  # "Invalid ... at"
+        what = "empty" if not data.strip() else f"not valid JSON ({msg} at line " \
+                                                 f"{exc.lineno}, column {exc.colno})"
+        raise CorruptFile(path, what) from None
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+    """The JSON value in ``path`` (:class:`CorruptFile` naming it when it is not JSON)."""
+    with open(path, "rb") as fh:
+        return _parse_json(fh.read(), path)
+
+
+def read_json_object(path: str | os.PathLike, what: str = "a JSON object") -> dict:
+    """The JSON object in ``path``: :class:`CorruptFile` naming it when it is not JSON or holds
+    another kind of value (a list, a number, ``null``)."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise CorruptFile(path, f"holds a JSON {_json_kind(data)} where {what} was expected")
+    return data
+
+
+def stored_object(path: str | os.PathLike, what: str) -> tuple[dict | None, str | None]:
+    """A stored record (a cell's, a step's) as ``(the JSON object, None)``, or ``(None, why)``
+    with ``why`` ``"missing"`` or ``"corrupt: <reason>"``: a cache treats both alike (it
+    computes the record again), and names a corrupt file in one line."""
+    if not Path(path).exists():
+        return None, "missing"
+    try:
+        return read_json_object(path, what), None
+    except CorruptFile as exc:
+        return None, f"corrupt: {exc.reason}"
+    except OSError as exc:
+        return None, f"corrupt: {exc.strerror or exc}"
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {list: "list", str: "string", bool: "boolean", int: "number",
+            float: "number"}.get(type(value), type(value).__name__)
+
+
+def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return buf.getvalue()
 
 
 def write_arrays(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> Path:
-    import io
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
-    return atomic_write_bytes(path, buf.getvalue())
+    return atomic_write_bytes(path, _npz_bytes(arrays))
+
+
+def _parse_arrays(source, path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(source, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise ValueError("a single .npy array, not an .npz archive")
+            return {k: data[k] for k in data.files}
+    except OSError:
+        if not isinstance(source, io.BytesIO):
+            raise
+        raise CorruptFile(path, "not a readable .npz archive") from None
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, EOFError, ValueError...
+        raise CorruptFile(path, f"not a readable .npz archive ({type(exc).__name__}: "
+                                f"{exc})") from None
 
 
 def read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
+    """Every array of the ``.npz`` file ``path`` (:class:`CorruptFile` naming it when it is
+    truncated or not an archive)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return _parse_arrays(io.BytesIO(data), path)
+
+
+def _digest(data: bytes) -> dict:
+    # the digest alone: a size would differ between two runs with the same numbers (timings in
+    # metrics.json), which compare_runs counts as a difference
+    return {"sha256": hashlib.sha256(data).hexdigest()}
 
 
 def save_folder(folder: str | os.PathLike, config: Mapping[str, Any], metrics: Mapping[str, Any],
                 arrays: Mapping[str, np.ndarray]) -> Path:
-    """Write a result folder: config.json, metrics.json, arrays.npz."""
+    """Write a result folder: config.json, metrics.json, arrays.npz, then manifest.json (the
+    module notes: a folder is loaded only once its manifest is written)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    write_arrays(folder / "arrays.npz", arrays)
-    write_json(folder / "config.json", config)
-    write_json(folder / "metrics.json", metrics)
+    try:
+        (folder / MANIFEST).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _with_path(exc, folder / MANIFEST) from None
+    contents = {"arrays.npz": _npz_bytes(arrays), "config.json": _json_bytes(config),
+                "metrics.json": _json_bytes(metrics)}
+    for name, data in contents.items():
+        atomic_write_bytes(folder / name, data)
+    atomic_write_bytes(folder / MANIFEST, _json_bytes(
+        {"format": 1, "files": {name: _digest(data) for name, data in contents.items()}}))
     return folder
 
 
 def load_folder(folder: str | os.PathLike) -> tuple[dict, dict, dict[str, np.ndarray]]:
-    """Read back (config, metrics, arrays) written by :func:`save_folder`."""
+    """Read back (config, metrics, arrays) written by :func:`save_folder`.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``folder`` is not a result folder (files missing).
+    CorruptFile
+        The manifest is missing or unreadable, a file does not match it, or a file cannot be
+        parsed: the folder's writing did not finish, or it was changed since.
+    """
     folder = Path(folder)
-    missing = [n for n in ("config.json", "metrics.json", "arrays.npz") if not (folder / n).exists()]
+    missing = [n for n in RESULT_FILES if not (folder / n).exists()]
     if missing:
         raise FileNotFoundError(f"{folder} is not a result folder (missing {', '.join(missing)})")
-    return (read_json(folder / "config.json"), read_json(folder / "metrics.json"),
-            read_arrays(folder / "arrays.npz"))
+    if not (folder / MANIFEST).exists():
+        raise CorruptFile(folder, f"no {MANIFEST}: the folder's writing did not finish (or an "
+                                  f"older version wrote it); it is not loaded")
+    manifest = read_json_object(folder / MANIFEST)
+    files = manifest.get("files")
+    if not isinstance(files, dict) or set(files) != set(RESULT_FILES):
+        raise CorruptFile(folder / MANIFEST, f"does not list {', '.join(RESULT_FILES)}")
+    contents = {}
+    for name in RESULT_FILES:
+        with open(folder / name, "rb") as fh:
+            data = fh.read()
+        if _digest(data) != files[name]:
+            raise CorruptFile(folder / name, f"does not match {MANIFEST} (a write that did not "
+                                             f"finish, or a file changed since)")
+        contents[name] = data
+    config = _parse_json(contents["config.json"], folder / "config.json")
+    metrics = _parse_json(contents["metrics.json"], folder / "metrics.json")
+    for name, value in (("config.json", config), ("metrics.json", metrics)):
+        if not isinstance(value, dict):
+            raise CorruptFile(folder / name, f"holds a JSON {_json_kind(value)}, not an object")
+    return config, metrics, _parse_arrays(io.BytesIO(contents["arrays.npz"]),
+                                          folder / "arrays.npz")

@@ -73,8 +73,9 @@ from patchassoc.simulations.engines.population.flow import (FLOW_VERSION, T_MAX,
                                                           run_flow)
 from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.executor import default_jobs
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.results import read_json_object, write_json
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, controls_ok, controls_text, fmt,
                                                      matrix_controls, not_run, record,
@@ -197,6 +198,7 @@ def run_cell(task: GridTask, cell: GridCell) -> dict:
         tr = population_descent(L, C, cfg.q, cfg.p, cfg.nu, alpha, coords, eta_v=cfg.eta_v,
                                 eta_Q=cfg.eta_Q, steps=chunk, at=[chunk], param="logits",
                                 diagonal="fixed")
+        raise_if_interrupted(tr.status, f"cell {cell.key}: GD reading")
         if tr.status != "ok" or tr.steps.size == 0:
             status = tr.status
             step += tr.steps_done
@@ -299,6 +301,7 @@ def run_point(task: GridTask, cell: GridCell) -> dict:
     cfg = cell_config(task, cell)
     f0, fc0 = time.perf_counter(), time.process_time()
     res = run_flow(cfg, task.seed, t_max=task.t_max)
+    raise_if_interrupted(res.trajectory.status, f"cell {cell.key}: flow")
     tr, bayes = res.trajectory, res.bayes_error
     reading = flow_reading(tr, bayes, eps=1.0 - SHARE_LEVEL)
     flow_seconds, flow_cpu = time.perf_counter() - f0, time.process_time() - fc0
@@ -326,8 +329,6 @@ def run_point(task: GridTask, cell: GridCell) -> dict:
                                         "complete", "max_rel_bound", "rel_bound_rule",
                                         "max_bound", "solver")}
     flow.update(reached=bool(reached), seconds=flow_seconds, cpu_seconds=flow_cpu)
-    if str(b.get("status", "")).startswith("interrupted"):
-        status = str(b["status"])
     return {"L": cfg.L, "C": cfg.C, "d": cell.d, "D": cfg.D, "q": cfg.q, "kappa": cfg.kappa,
             "in_regime": in_regime(cfg.L, cfg.q), "bayes_error": bayes,
             "passed": test["passed"], "verdict": test, "limit_class": limit["class"],
@@ -763,7 +764,7 @@ def verdict(root: Path) -> dict:
     """Claim 1 from a reproduction folder: ``grid/grid.json``; without it, the population
     step's single point (a preview)."""
     grid_path = root / "grid" / "grid.json"
-    grid = read_json(grid_path) if grid_path.exists() else None
+    grid = read_json_object(grid_path) if grid_path.exists() else None
     if grid is not None and grid.get("protocol") != PROTOCOL:
         # a grid of another protocol (the step budget's) is not read as the horizon verdict
         return not_run("1", f"{grid_path} holds a grid of protocol "
@@ -843,4 +844,5 @@ STUDY = Study(
     name="grid", claim="1", verdict=verdict, readings=readings,
     what="claim 1 on the (L, C, d) grid: the gradient flow to its horizon and 10,000 GD steps "
          "with the diagonal fixed, map",
-    run=reproduce, cost=420, kernels=("exact",), figures=("claim1_grid",))
+    run=reproduce, cost=420, kernels=("exact",), figures=("claim1_grid",),
+    version=f"{PROTOCOL}/{FLOW_VERSION}")

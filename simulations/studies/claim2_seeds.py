@@ -75,8 +75,9 @@ from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.sampled_descent import train
 from patchassoc.simulations.engines.start import record_steps
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.executor import default_jobs
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.results import read_json_object, write_json
 from patchassoc.simulations.studies.fig2_control import run_pair
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, controls_ok,
@@ -260,6 +261,7 @@ def run_seed(task: SeedTask, cell: SeedCell) -> dict:
     cfg = task.config
     budget, H = task.budget, task.horizon
     result = train(cfg.replace(steps=H), cell.seed, at=task.record_steps(), keep=(budget,))
+    raise_if_interrupted(result.trajectory.status, f"seed {cell.seed}")   # never saved
     folder = Path(task.folder) / cell.key
     result.save(folder)
     t = result.trajectory
@@ -566,7 +568,7 @@ def _convergence_from(root: Path) -> tuple[dict | None, str]:
         return s["convergence"], str(root / "population") + " (convergence)"
     path = root / "population" / "convergence" / "metrijson"
     if path.exists():
-        return read_json(path), str(path.parent)
+        return read_json_object(path), str(path.parent)
     return None, "-"
 
 
@@ -623,7 +625,7 @@ def verdict(root: Path) -> dict:
     """Claim 2 from a reproduction folder: ``seeds/seeds.json`` and the convergence result."""
     conv, conv_src = _convergence_from(root)
     seeds_path = root / "seeds" / "seeds.json"
-    seeds = read_json(seeds_path) if seeds_path.exists() else None
+    seeds = read_json_object(seeds_path) if seeds_path.exists() else None
     return claim2(seeds, conv, reference_structure(root),
                   source=f"{seeds_path.parent}; {conv_src}")
 
@@ -710,4 +712,5 @@ STUDY = Study(
     name="seeds", claim="2", verdict=verdict, readings=readings,
     what="claim 2 over 10 seeds (diagonal fixed) to the horizon H, and the paper's Fig. 2 "
          "control",
-    run=reproduce, cost=350, kernels=("sampled",), figures=("seeds_horizon", "gaussian_cnn"))
+    run=reproduce, cost=350, kernels=("sampled",), figures=("seeds_horizon", "gaussian_cnn"),
+    version=PROTOCOL)

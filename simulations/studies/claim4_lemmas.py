@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from patchassoc.theory.lemmas import prove_all
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.results import read_json_object, write_json
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import not_run, record, step_summary
 
@@ -96,7 +96,7 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
 def _lemmas_from(root: Path) -> dict | None:
     lem = step_summary(root / "lemmas")
     if lem is None and (root / "lemmas" / "lemmas.json").exists():
-        lem = read_json(root / "lemmas" / "lemmas.json")
+        lem = read_json_object(root / "lemmas" / "lemmas.json")
     return lem
 
 

@@ -70,6 +70,7 @@ from patchassoc.simulations.engines.population.trajectory import (
 from patchassoc.simulations.engines.sampled_descent import train
 from patchassoc.simulations.engines.start import record_steps
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies.claim2_seeds import SHARE_MIN
 from patchassoc.simulations.studies.study import Outcome, Study
@@ -382,6 +383,7 @@ def _gd(task: ScalingTask, cell: ScalingCell) -> dict:
     except ValueError as exc:
         return {**s, "bayes": bayes, "steps": T, "status": "ok", "reached": False,
                 "reason": str(exc)}
+    raise_if_interrupted(tr.status, f"cell {cell.key}")
     rec = {**s, "bayes": bayes, "steps": T, "steps_done": int(tr.steps_done),
            "status": tr.status, "alpha0": alpha0, "reached": True,
            "trajectory_bound_max": float(np.max(tr.bound)) if tr.bound.size else None}
@@ -445,6 +447,7 @@ def _flow(task: ScalingTask, cell: ScalingCell) -> dict:
     except ValueError as exc:
         return {**base, "status": "ok", "reached": False, "reason": str(exc)}
     tr = res.trajectory
+    raise_if_interrupted(tr.status, f"cell {cell.key}")
     reading = flow_reading(tr, bayes)
     reading.pop("config", None)
     series = {k: getattr(tr, k).tolist() for k in _FLOW_SERIES}
@@ -468,6 +471,7 @@ def _sampled(task: ScalingTask, cell: ScalingCell) -> dict:
                              steps=task.sampled_steps, records=5)
     res = train(cfg, cell.seed)
     t = res.trajectory
+    raise_if_interrupted(t.status, f"cell {cell.key}")
     assoc = associate(np.asarray(t.Q, dtype=np.float64), res.structure, kind="logits",
                       eps=1.0 - SHARE_MIN)
     ok = bool(t.status == "ok" and assoc.topc and assoc.share_min >= SHARE_MIN)
@@ -760,7 +764,7 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
             max_steps=None, t_max=None, seed: int = 0, jobs: int = 1, dask=None,
             progress: bool = False, mode: str = "full") -> dict:
     """Run the three studies into ``out`` (cells resumable); the JSON-ready summary (saved as
-    ``out/scaling/scaling.json``; its figures are drawn from it)."""
+    ``out/scaling.json``, the cells in ``out/cells/``; its figures are drawn from it)."""
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out)
     family = family or Family()
@@ -799,14 +803,14 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
     sweep_d = grid_d([D_SWEEP_AT])[0]
     sampled_ds = grid_d(sampled_ks) if sampled_ks else []
     task = ScalingTask(family=family, seed=int(seed), steps_per_log=steps_per_log,
-                       max_steps=max_steps, t_max=t_max, folder=str(out / "scaling"))
+                       max_steps=max_steps, t_max=t_max, folder=str(out))
     sweep = sweep_cells(sweep_d, sweep_ks, family)
     # the flows first, the dearest first: they set the wall time with several jobs
     cells = list(dict.fromkeys(flow_cells(flow_ds) + block_cells(block_ds) + gd_cells(gd_ds)
                                + sweep + sampled_cells(sampled_ds, ns,
                                                        range(seed, seed + seeds))))
     cf_rows = closed_forms(family, sorted(set(ds) | set(flow_ds)))
-    res = run_study_cells(task, cells, out / "scaling" / "cells", jobs=jobs, dask=dask,
+    res = run_study_cells(task, cells, out / "cells", jobs=jobs, dask=dask,
                           progress=progress)
     recs = res["records"]
     block = {c.d: recs[c.key] for c in cells if c.kind == "block" and c.key in recs}
@@ -854,7 +858,7 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
                "out": str(out), "figures": []}
     summary["claim7"] = claim7(summary)
     summary.update(seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
-    write_json(out / "scaling" / "scaling.json", summary)
+    write_json(out / "scaling.json", summary)
     return summary
 
 
@@ -1177,7 +1181,7 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
     # loading
     return Outcome(compute(Path(out_dir), seed=seed, jobs=1, progress=progress,
                            mode="quick" if quick else "reduced"),
-                   saved=Path(out_dir) / "scaling" / "scaling.json")
+                   saved=Path(out_dir) / "scaling.json")
 
 
 def verdict(root: Path) -> dict:
@@ -1202,4 +1206,5 @@ STUDY = Study(
     what="claim 7, reduced: errors at the flow's horizon and times to each criterion against d "
          "along the declared family",
     run=reproduce, cost=25, kernels=("exact", "sampled"),
-    figures=("scaling_error", "scaling_dynamics", "scaling_sampled"))
+    figures=("scaling_error", "scaling_dynamics", "scaling_sampled"),
+    version=f"{PROTOCOL}/{FLOW_VERSION}")

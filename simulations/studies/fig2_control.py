@@ -28,6 +28,7 @@ from patchassoc.theory.association import associate
 from patchassoc.theory.config import Config, preset
 from patchassoc.theory.recovery import recovery_report
 
+from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.engines.sampled_descent import TrainResult, train
 
@@ -80,6 +81,7 @@ def run_pair(base: Config | None = None, seed: int = 0, out: str | Path | None =
     records = {}
     for name, cfg in (("control", control_cfg), ("structured", structured_cfg)):
         result = train_data_option(cfg, seed, progress=progress)
+        raise_if_interrupted(result.trajectory.status, f"the Fig. 2 {name} run")
         if out is not None:
             result.save(Path(out) / cfg.data)
         records[name] = score(result)

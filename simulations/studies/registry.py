@@ -77,7 +77,8 @@ def _verdict(study: Study, root: Path) -> dict:
     not crash."""
     try:
         return study.verdict(root)
-    except (KeyError, ValueError, TypeError, FileNotFoundError, OSError) as exc:
+    except (KeyError, ValueError, TypeError, AttributeError, OSError) as exc:
+        # AttributeError: a JSON file of the wrong shape (a list where an object should be)
         return record(study.claim, "error", "", False, str(root / study.name),
                       detail=f"{type(exc).__name__}: {exc}", status="fail")
 

@@ -66,6 +66,10 @@ class Study:
         steps compiling the same family do not start side by side.
     figures : tuple of str
         The figures (file stems) drawn from its outcome.
+    version : str
+        The version of its protocol (what it computes and how): part of the fingerprint of a
+        reproduction step, so that a step saved by another version is computed again. Change
+        it when the step's results would change for the same configuration and seed.
     """
 
     name: str
@@ -78,6 +82,7 @@ class Study:
     cost: float = 0.0
     kernels: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
+    version: str = "1"
 
     def __post_init__(self) -> None:
         if (self.claim is None) != (self.verdict is None):

@@ -23,7 +23,7 @@ from patchassoc.theory.association import control_records
 from patchassoc.theory.config import preset
 from patchassoc.theory.structure import Structure, build_structure
 from patchassoc.simulations.engines.sampler import streams
-from patchassoc.simulations.runtime.results import read_json
+from patchassoc.simulations.runtime.results import read_json_object
 
 __all__ = ["STATUSES", "record", "not_run", "as_preview", "controls_ok", "controls_text",
            "matrix_controls", "wrap", "from_step", "step_summary", "reference_structure",
@@ -158,8 +158,8 @@ def step_summary(folder: Path) -> dict | None:
     path = folder / "step.json"
     if not path.exists():
         return None
-    data = read_json(path)
-    return data.get("summary", data) if isinstance(data, dict) else None
+    data = read_json_object(path, "a step's record")   # CorruptFile names the file
+    return data.get("summary", data)
 
 
 def reference_structure(root: Path) -> Structure | None:
@@ -179,12 +179,15 @@ def is_quick(root: Path) -> bool:
     path = root / "reproduce.json"
     if path.exists():
         try:
-            if read_json(path).get("quick"):
+            if read_json_object(path).get("quick"):
                 return True
         except (ValueError, OSError):
             pass
     for step in ("grid", "seeds"):
-        s = step_summary(root / step)
+        try:
+            s = step_summary(root / step)
+        except (ValueError, OSError):   # a corrupt step: its claim says so
+            continue
         if s and s.get("quick"):
             return True
     return False

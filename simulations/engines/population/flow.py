@@ -68,6 +68,7 @@ from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.population.exact import (
     MAX_CONFIGURATIONS, Evaluator, check_problem, count_configurations)
 from patchassoc.simulations.engines.population.trajectory import initial_point
+from patchassoc.simulations.runtime.errors import interrupted_by
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import save_folder
 
@@ -353,7 +354,9 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         status = f"stationary at t = {math.expm1(s_now):.3g}"
     except FloatingPointError:
         status = f"non-finite at t = {math.expm1(s_now):.3g}"
-    except KeyboardInterrupt:
+    except BaseException as exc:  # Ctrl-C, also inside a kernel (a SystemError caused by it)
+        if not interrupted_by(exc):
+            raise
         status = f"interrupted at t = {math.expm1(s_now):.3g}"
     finally:
         bar.close()

@@ -59,6 +59,7 @@ from patchassoc.theory.invariant import row_sum
 from patchassoc.theory.structure import Structure, build_structure
 
 from patchassoc.simulations.engines.criteria import times_to_criteria
+from patchassoc.simulations.runtime.errors import interrupted_by
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.engines.sampler import streams, unit_vector
@@ -221,7 +222,9 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
                 theta = theta - scale * g_th
             step += 1
             bar.update(1)
-    except KeyboardInterrupt:
+    except BaseException as exc:  # Ctrl-C, also inside a kernel (a SystemError caused by it)
+        if not interrupted_by(exc):
+            raise
         status = f"interrupted at step {step}"
     finally:
         bar.close()

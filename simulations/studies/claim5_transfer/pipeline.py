@@ -47,6 +47,7 @@ import numpy as np
 
 from patchassoc.theory.config import Config
 
+from patchassoc.simulations.runtime.progress import notice
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.engines.sampled_descent import TrainResult, train
 from patchassoc.simulations.studies.claim5_transfer import protocol as P
@@ -149,7 +150,9 @@ def pretrain(config: Config, seed: int, folder: Path, progress: bool = False,
         if (Path(candidate) / "arrays.npz").exists():
             try:
                 result = TrainResult.load(candidate)
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError, KeyError) as exc:
+                # a half-written or corrupt folder is never reused (runtime.results' manifest)
+                notice(f"transfer: upstream run in {candidate} not reused ({exc})")
                 continue
             if result.seed == seed and _same_run(result.config, config) \
                     and result.trajectory.status in ("ok", "converged"):

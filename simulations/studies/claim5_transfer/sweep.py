@@ -17,8 +17,9 @@ cell and never reuses a cell of a different sweep.
 Backends (:func:`patchassoc.simulations.runtime.executor.map_tasks`): ``jobs == 1`` computes in
 the calling process; ``jobs > 1`` uses a local pool of ``jobs`` spawned processes, each pinned to
 one Numba thread so that ``jobs`` processes use ``jobs`` cores; ``dask=ADDRESS`` (or a
-``distributed.Client``) submits the upstream x downstream cells to a Dask cluster (every task is
-scattered once) (the optional ``dask`` extra; the workers need this package importable).
+``distributed.Client``) submits the upstream x downstream cells to a Dask cluster (every upstream
+task is submitted once, so a lost worker means retries) (the optional ``dask`` extra; the
+workers need this package importable).
 Whatever the backend, cells are submitted largest N first (the longest tasks first keeps the
 pool busy to the end) and a progress bar over cells is shown on stderr.
 
@@ -33,10 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from patchassoc.simulations.runtime.errors import Interrupted
 from patchassoc.simulations.runtime.executor import (Shared, default_jobs, map_tasks,
                                                      single_numba_thread)
-from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.progress import notice, progress_bar
+from patchassoc.simulations.runtime.results import read_json_object, write_json
 from patchassoc.simulations.studies.claim5_transfer.tasks import (
     METHODS, CellResult, TransferTask, run_cell)
 
@@ -89,8 +91,9 @@ def load_cell(folder: str | Path, cell: Cell, fingerprint: str) -> CellResult | 
     if not path.exists():
         return None
     try:
-        result = CellResult.from_dict(read_json(path))
-    except (ValueError, TypeError, KeyError, OSError):
+        result = CellResult.from_dict(read_json_object(path, "a cell's record"))
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        notice(f"transfer sweep: {path} is corrupt ({exc}); computing that cell again")
         return None
     if result.fingerprint != fingerprint or result.status.startswith("interrupted") or \
             (result.method, result.N, result.seed) != (cell.method, cell.N, cell.seed):
@@ -192,6 +195,11 @@ def run_sweep(task, cells: Sequence[Cell], folder: str | Path, *,
         map_tasks(compute, [(Shared(cell.upstream), cell) for cell in todo],
                   lambda i, result: store(todo[i], result), jobs=jobs, dask=dask, shared=tasks,
                   initializer=single_numba_thread)
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise Interrupted(f"transfer sweep: {len(results)} of {len(cells)} cells done, kept in "
+                          f"{folder}") from None
     finally:
         bar.close()
     return SweepOutcome(results=results, computed=tuple(computed), reused=reused,
