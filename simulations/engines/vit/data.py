@@ -1,12 +1,17 @@
-"""Image data for the ViT comparison: scikit-learn's bundled digits offline, and local copies of
-CIFAR-10, CIFAR-100 and SVHN.
+"""Image data for the ViT comparison: scikit-learn's bundled digits and Debian's Fashion-MNIST
+offline, and local copies of CIFAR-10, CIFAR-100 and SVHN.
 
 Every loader returns an :class:`ImageData`: uint8 images of shape (N, H, W, channels) with their
 integer labels, split into train and test. Nothing here downloads anything: the digits ship inside
-scikit-learn; CIFAR and SVHN are read from a folder the user already has, and a missing folder or
-file is a :class:`~patchassoc.simulations.runtime.errors.UsageError` naming what was expected.
+scikit-learn; Fashion-MNIST is read from Debian's folder, the cache or a folder given (fetching it
+is :func:`~patchassoc.simulations.engines.vit.fashion_mnist.fetch`, ``patchassoc data``); CIFAR
+and SVHN are read from a folder the user already has, and a missing folder or file is a
+:class:`~patchassoc.simulations.runtime.errors.UsageError` naming what was expected.
 
 Formats read (the standard distributions of each benchmark):
+
+- Fashion-MNIST: the four idx files (see :mod:`~patchassoc.simulations.engines.vit.fashion_mnist`,
+  which reads and checks them).
 
 - CIFAR-10, "python version": ``cifar-10-batches-py/`` with ``data_batch_1`` .. ``data_batch_5``
   and ``test_batch``, each a pickled dict with ``b"data"`` (N x 3072 uint8: the 1024 red, then
@@ -48,15 +53,18 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.simulations.engines.vit.fashion_mnist import NAME as FASHION_MNIST
+from patchassoc.simulations.engines.vit.fashion_mnist import N_CLASSES, read_fashion_mnist
 from patchassoc.simulations.runtime.errors import UsageError
 
-__all__ = ["ImageData", "DATASETS", "load_dataset", "load_digits", "load_cifar10",
+__all__ = ["ImageData", "DATASETS", "load_dataset", "load_digits", "load_fashion_mnist",
+           "load_cifar10",
            "load_cifar100", "load_svhn", "patch_grid", "patch_permutation", "DIGITS_SPLIT",
            "check_block", "block_permutation", "shuffle_blocks", "unshuffle_blocks",
            "token_permutation", "default_blocks"]
 
 #: Names accepted by :func:`load_dataset` (and ``patchassoc vit --data``).
-DATASETS = ("digits", "cifar10", "cifar100", "svhn")
+DATASETS = ("digits", "fashion-mnist", "cifar10", "cifar100", "svhn")
 
 #: The fixed split of the 1797 digits: (train, test) sizes, stratified by class.
 DIGITS_SPLIT = (1347, 450)
@@ -283,10 +291,21 @@ def _checked(name, x_train, y_train, x_test, y_test, n_classes, max_value) -> Im
     return ImageData(name, x_train, y_train, x_test, y_test, n_classes, max_value)
 
 
+def load_fashion_mnist(data_dir=None) -> ImageData:
+    """Fashion-MNIST, 60,000 train / 10,000 test 28 x 28 grey images (values 0..255), 10
+    classes, the standard split, from ``data_dir`` or where Debian's package and ``patchassoc
+    data fashion-mnist`` put it; every file checked against its stored SHA-256 (see
+    :mod:`~patchassoc.simulations.engines.vit.fashion_mnist`)."""
+    x_train, y_train, x_test, y_test = read_fashion_mnist(data_dir)
+    return ImageData(FASHION_MNIST, x_train, y_train, x_test, y_test, N_CLASSES, 255.0)
+
+
 def load_dataset(name: str, data_dir=None, split_seed: int = 0) -> ImageData:
     """Load one of :data:`DATASETS` (``data_dir`` is ignored for the digits)."""
     if name == "digits":
         return load_digits(split_seed)
+    if name == "fashion-mnist":
+        return load_fashion_mnist(data_dir)
     if name == "cifar10":
         return load_cifar10(data_dir)
     if name == "cifar100":
