@@ -201,7 +201,9 @@ def test_json_holds_the_gap_controls_table_and_locality(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--shuffle", "3"], "must divide the image size"),
-    (["--shuffle", "1"], "multiple of the patch size"),
+    # B = 1 cuts through the 2 x 2 patches: the CNN could run it, the ViTs could not, so a shuffle
+    # with no block that keeps patches whole is refused
+    (["--shuffle", "1"], "no block size is a multiple of the patch size"),
     (["--shuffle", "0"], "positive integer"),
     (["--shuffle", "x"], "positive integer"),
     (["--shuffle", "4", "--shuffle", "4"], "distinct"),
@@ -269,8 +271,9 @@ def test_figure_readings_follow_the_numbers():
     assert "uniform attention 90.00 % [89.00, 91.00]" in text["vit_attention"]
     assert "(positional beats it)" in text["vit_attention"]
     assert "(positional does not beat it)" in text["vit_attention"]
-    assert "the small CNN falls (-5.0 points" in text["vit_shuffle"]
-    assert "the positional ViT does not change detectably (+0.0 points" in text["vit_shuffle"]
+    assert "the small CNN falls at B = 2 (-5.0 points" in text["vit_shuffle"]
+    assert ("the positional ViT does not change detectably at B = 2 (+0.0 points"
+            in text["vit_shuffle"])
     z = sh["locality"]["attention"]["2"]["z"]
     assert f"z {z:+.1f} at B = 2 once undone" in text["vit_shuffle"]
     del s["shuffle"]
