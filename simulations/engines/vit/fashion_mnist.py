@@ -77,7 +77,9 @@ SHA256_DEBIAN_GZ = {
     "t10k-labels-idx1-ubyte": "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05",
 }
 DEBIAN_PACKAGE = "dataset-fashion-mnist"
-DEBIAN_FOLDER = Path("/usr/share/datasets/fashion-mnist")
+#: Where the package installs the files (and where ``dpkg-deb -x`` puts them below its target).
+_PACKAGE_PATH = "usr/share/datasets/fashion-mnist"
+DEBIAN_FOLDER = Path("/") / _PACKAGE_PATH
 
 #: idx type codes: the only one Fashion-MNIST uses is 0x08 (unsigned byte).
 _UBYTE = 0x08
@@ -318,11 +320,11 @@ def fetch(dest=None, apt_get: str = "apt-get", dpkg_deb: str = "dpkg-deb") -> di
             raise UsageError(f"cannot fetch Fashion-MNIST: `{apt_get} download` left no .deb; "
                              f"{_hand_placed_hint()}")
         _run([dpkg_deb, "-x", str(debs[-1]), str(work / "x")], work, f"`{dpkg_deb} -x`")
-        extracted = work / "x" / DEBIAN_FOLDER.relative_to("/")
+        extracted = work / "x" / _PACKAGE_PATH
         files = _complete(extracted) if extracted.is_dir() else None
         if not files:
             raise UsageError(f"cannot fetch Fashion-MNIST: the package {debs[-1].name} holds no "
-                             f"{DEBIAN_FOLDER}; {_hand_placed_hint()}")
+                             f"/{_PACKAGE_PATH}; {_hand_placed_hint()}")
         verify_folder(files)  # before anything is moved into place
         for name, path in files.items():
             os.replace(path, target / path.name)

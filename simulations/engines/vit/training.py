@@ -14,7 +14,10 @@ model sees the same mini-batch order and the same augmentation draws (a paired d
 per-seed accuracy gap is a paired difference; a shuffled run sees the same images, block-shuffled
 by one fixed permutation. All randomness comes from :class:`torch.Generator` objects derived
 from the run seed with :class:`numpy.random.SeedSequence`; the global torch seed is never used.
-Float32 throughout: a neural-network training, not an exact engine.
+Float32 throughout: a neural-network training, not an exact engine. On a GPU (``device="cuda"``)
+TF32 is switched off, so the arithmetic is float32 there too; the numbers still differ from the
+CPU's (matrix products and reductions sum in another order, and training amplifies rounding), so
+a CUDA run is another draw of the same experiment, not the CPU's bits (SPEC section 6, claim 6).
 
 Cost (the digits recipe, one torch thread). A step is tens of small operations, so the loop does
 no per-step work it can hoist, without changing a number: without augmentation the model inputs
@@ -174,6 +177,15 @@ def resolve_device(name: str) -> torch.device:
             raise UsageError("--device cuda: no CUDA device is available to PyTorch here")
         return torch.device("cuda")
     raise UsageError(f"unknown device {name!r}; choose cpu or cuda")
+
+
+def _float32_on(device: torch.device) -> None:
+    """Keep float32 arithmetic on a GPU: no TF32 in matrix products or convolutions (cuDNN
+    allows it by default), so a CUDA run differs from the CPU's only by summation order (SPEC
+    section 6, claim 6: the declared CUDA tolerance)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
 
 def prepare(data: ImageData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -370,6 +382,7 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
     if attention not in MODELS:
         raise ValueError(f"attention must be one of {', '.join(MODELS)}; got {attention!r}")
     device = torch.device(device)
+    _float32_on(device)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     x_train, y_train, x_test, y_test = tensors if tensors is not None else prepare(data)
     gh, gw = patch_grid(data.image_shape, recipe.patch)
