@@ -169,6 +169,10 @@ def render(summary: dict) -> str:
                else "PASSED" if c["passed"] else "FAILED")
     lines.append(f"claim 6 {verdict}: {c['claim']}: measured gap "
                  f"{c['measured']:+.2f} points, CI [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]")
+    if c.get("cause") and c.get("status") != "preview":
+        from patchassoc.simulations.studies.verdicts import CAUSES
+        lines.append(f"  cause ({c['cause']['code']}) {CAUSES[c['cause']['code']]}: "
+                     f"{c['cause']['why']}")
     if c.get("status") == "preview":
         lines.append(f"  {_preview_text(summary).strip()}")
     lines.append(f"  {controls_text(summary)}")

@@ -62,7 +62,8 @@ from pathlib import Path
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.study import Outcome, Study
-from patchassoc.simulations.studies.verdicts import as_preview, from_step, wrap
+from patchassoc.simulations.studies.verdicts import (as_preview, not_run, step_summary,
+                                                     with_cause, wrap)
 
 #: The claim (SPEC section 6, item 6) as the claims table names it when it could not be measured
 #: (a measured record takes the text of :func:`claim6`).
@@ -342,11 +343,46 @@ def claim6(summary: dict, max_gap_points: float = MAX_GAP_POINTS,
                                if a < floor))
     out = dict(claim=claim, data=data, measured=measured, ci=[lo, hi],
                threshold=max_gap_points, floor=floor, passed=passed, detail=detail)
+    if has_ci and not passed:
+        out["cause"] = _cause(summary, kind, floor, lo, hi, max_gap_points)
     reasons = preview_reasons(summary)
     if reasons:  # never decides the claim (the claims module keeps it as a preview)
         out.update(status="preview", preview_reasons=reasons,
                    detail=_preview_text(summary) + detail)
     return out
+
+
+def _cause(summary: dict, kind: str, floor: float, lo: float, hi: float,
+           max_gap_points: float) -> dict:
+    """What a FAIL of claim 6 says (SPEC section 6, "What a FAIL says"): a model below the floor
+    whose training loss still fell over the last epoch has not reached it by the declared
+    horizon (i), otherwise the run ended at a point that fails (ii)."""
+    labels = {kind: "positional", "content": "standard"}
+    below = [k for k in (kind, "content") if summary[k]["accuracy"]["mean"] < floor]
+    epochs = (summary.get("recipe") or {}).get("epochs")
+    if below:
+        moving = []
+        for k in below:
+            curve = summary[k].get("train_loss_per_epoch") or []
+            if len(curve) >= 2 and curve[-1] < 0.99 * curve[-2]:
+                moving.append(f"{labels[k]} {curve[-2]:.3f} -> {curve[-1]:.3f}")
+        names = " and ".join(labels[k] for k in below)
+        if len(moving) == len(below):
+            return dict(code="i", why=f"{names} below the floor of {100 * floor:g} % after the "
+                        f"declared {epochs} epochs, training loss still falling over the last "
+                        f"epoch ({'; '.join(moving)})")
+        return dict(code="ii", why=f"{names} below the floor of {100 * floor:g} % after the "
+                    f"declared {epochs} epochs")
+    return dict(code="ii", why=f"the gap's 95 % CI [{lo:+.2f}, {hi:+.2f}] leaves +-"
+                f"{max_gap_points:g} points after the declared {epochs} epochs")
+
+
+def _record(out: dict, source: str) -> dict:
+    """The claim record of :func:`claim6`'s output, with the cause of a FAIL."""
+    rec = wrap("6", out, source)
+    if out.get("cause"):
+        rec = with_cause(rec, out["cause"]["code"], out["cause"]["why"])
+    return rec
 
 
 def reproduce(out_dir: Path, config=None, seed: int = 0, quick: bool = False,
@@ -466,9 +502,13 @@ def _pct(ci: dict) -> str:
 
 
 def verdict(root: Path) -> dict:
-    """Claim 6 from a reproduction folder: :func:`claim6` on the ``vit`` step's summary."""
-    return from_step(root, "6", "vit", claim6, CLAIM,
-                     "no ViT result (run `patchassoc vit`)")
+    """Claim 6 from a reproduction folder: :func:`claim6` on the ``vit`` step's summary, with
+    the cause of a FAIL."""
+    summary = step_summary(Path(root) / "vit")
+    if not summary:
+        return not_run("6", "no ViT result (run `patchassoc vit`)", str(Path(root) / "vit"),
+                       claim=CLAIM)
+    return _record(claim6(summary), str(Path(root) / "vit"))
 
 
 def folder_summary(folder) -> dict:
@@ -496,9 +536,28 @@ def folder_summary(folder) -> dict:
         if not isinstance(data, dict) or not any(f"gap_{k}" in data
                                                  for k in ("positional", "logits")):
             raise UsageError(f"{path} is not the summary of a `patchassoc vit` comparison")
+        _fill_loss_curves(data, folder)
         return data
     raise FileNotFoundError(f"no `patchassoc vit` result in {folder} (summary.json expected: "
                             f"the folder given to `patchassoc vit --out`)")
+
+
+def _fill_loss_curves(summary: dict, folder: Path) -> None:
+    """A summary written before ``train_loss_per_epoch`` existed gets it from the folder's saved
+    loss curves (``arrays.npz``), when they are there; nothing is recomputed but a mean."""
+    kinds = [k for k in ("content", "positional", "logits", "uniform", "none") if k in summary]
+    if all("train_loss_per_epoch" in summary[k] for k in kinds):
+        return
+    from patchassoc.simulations.engines.vit.comparison import ViTResult
+
+    try:
+        result = ViTResult.load(folder)
+    except (OSError, ValueError, KeyError):
+        return
+    for k in kinds:
+        if k in result.kinds:
+            summary[k]["train_loss_per_epoch"] = (
+                result.train_loss[result.kinds.index(k)].mean(axis=0).tolist())
 
 
 def decide(beside: dict | None, vit_dir) -> dict:
@@ -512,7 +571,7 @@ def decide(beside: dict | None, vit_dir) -> dict:
     SPEC section 6, claim 6 ("Which data set decides").
     """
     summary = folder_summary(vit_dir)
-    rec = wrap("6", claim6(summary), str(vit_dir))
+    rec = _record(claim6(summary), str(vit_dir))
     data = summary.get("data")
     rec["values"].update(data=data, floor=DECLARED.get(data, {}).get("floor"))
     if data not in DECLARED:

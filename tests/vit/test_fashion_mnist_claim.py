@@ -38,9 +38,22 @@ def test_the_declared_study_decides_and_its_floor_is_84_percent():
     assert c["claim"].startswith("decided on Fashion-MNIST:") and "(both >= 84 %)" in c["claim"]
     low = claim6_vit.claim6(summary(pos=0.835, std=0.838))
     assert not low["passed"] and "below the floor of 84 %: positional, standard" in low["detail"]
+    assert low["cause"]["code"] == "ii"  # no loss curves: nothing says it was still moving
     # the same numbers pass the digits' gap rule but not its floor of 93 %
     assert not claim6_vit.claim6(summary(data="digits"))["passed"]
     assert claim6_vit.claim6(summary(data="digits"))["claim"].startswith("decided on digits:")
+
+
+def test_a_fail_names_its_cause():
+    falling = summary(pos=0.83, std=0.90)
+    falling["positional"]["train_loss_per_epoch"] = [0.70, 0.50]
+    c = claim6_vit.claim6(falling)
+    assert c["cause"]["code"] == "i" and "positional 0.700 -> 0.500" in c["cause"]["why"]
+    falling["positional"]["train_loss_per_epoch"] = [0.500, 0.499]  # flat: it ended there
+    assert claim6_vit.claim6(falling)["cause"]["code"] == "ii"
+    wide = claim6_vit.claim6(summary(gap=(-0.03, 0.02)))
+    assert wide["cause"]["code"] == "ii" and "[-5.00, -1.00] leaves +-3" in wide["cause"]["why"]
+    assert "cause" not in claim6_vit.claim6(summary())
 
 
 def test_a_smaller_fashion_mnist_run_is_a_preview():
@@ -76,6 +89,8 @@ def test_check_vit_decides_claim6_on_fashion_mnist_with_the_digits_beside(tmp_pa
     write_json(tmp_path / "fm" / "summary.json", summary(pos=0.80, std=0.81))
     out = registry.check(preset("ref"), 0, repro, vit_dir=tmp_path / "fm")
     assert "6" in out["failed"] and out["exit_status"] == 1
+    six = next(c for c in out["claims"] if c["id"] == "6")
+    assert six["cause"]["code"] == "ii" and "below the floor of 84 %" in six["cause"]["why"]
 
 
 def test_a_folder_without_a_declared_study_gives_a_preview(tmp_path):
@@ -102,3 +117,26 @@ def test_check_vit_with_a_bad_folder_is_one_line_and_status_2(tmp_path, capsys):
     s = json.loads(capsys.readouterr().out)
     six = next(c for c in s["claims"] if c["id"] == "6")
     assert six["status"] == "pass" and "Fashion-MNIST" in six["claim"]
+
+
+def test_a_summary_saved_without_loss_curves_gets_them_from_its_arrays(tmp_path):
+    import numpy as np
+
+    from patchassoc.simulations.engines.vit.comparison import ViTResult
+
+    rng = np.random.default_rng(0)
+    loss = rng.uniform(0.3, 0.9, size=(2, 5, 2))
+    res = ViTResult(meta=dict(data="fashion-mnist", kinds=["content", "positional"],
+                              seeds=[0, 1, 2, 3, 4], grid=[2, 2], permuted=False, n_train=60000,
+                              n_test=10000),
+                    accuracy=rng.uniform(0.8, 0.9, size=(2, 5)), train_loss=loss,
+                    attention=rng.dirichlet(np.ones(4), size=(2, 5, 1, 1, 4)),
+                    permutation=np.arange(4))
+    res.save(tmp_path)
+    s = summary()
+    write_json(tmp_path / "summary.json", s)  # no train_loss_per_epoch in it
+    back = claim6_vit.folder_summary(tmp_path)
+    np.testing.assert_allclose(back["positional"]["train_loss_per_epoch"], loss[1].mean(axis=0),
+                               rtol=1e-15)
+    np.testing.assert_allclose(res.summary()["content"]["train_loss_per_epoch"],
+                               loss[0].mean(axis=0), rtol=1e-15)

@@ -100,7 +100,8 @@ class ViTResult:
         return A[..., inv[:, None], inv[None, :]]
 
     def summary(self) -> dict:
-        """Mean test accuracy of each kind with its 95 % t-interval over seeds, the paired gap
+        """Mean test accuracy of each kind with its 95 % t-interval over seeds, its training loss
+        per epoch (mean over seeds), the paired gap
         (positional minus standard) with its interval, attention distances (in patches), and,
         when the controls ran, the paired gaps of the positional model over each control
         (``positional_vs_uniform``, ``positional_vs_none``)."""
@@ -114,6 +115,8 @@ class ViTResult:
             out[kind] = dict(accuracy=mean_ci(acc), per_seed=acc.tolist(),
                              final_train_loss=mean_ci(self.train_loss[self.kinds.index(kind),
                                                                       :, -1]),
+                             train_loss_per_epoch=self.train_loss[self.kinds.index(kind)]
+                             .mean(axis=0).tolist(),
                              attention_distance_per_layer=dist.mean(axis=(0, 2)).tolist(),
                              n_params=self.meta.get("n_params", {}).get(kind))
         out["uniform_attention_distance"] = uniform
