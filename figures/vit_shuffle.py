@@ -1,11 +1,12 @@
 """The shuffled-patch experiment: accuracy against block size, and learned positional similarity.
 
 Left: test accuracy (mean over seeds, 95 % t-interval bars) of the positional ViT, the standard
-ViT and the small CNN against the shuffle block size B (pixels; the image side means no shuffle).
+ViT and the small CNN against the shuffle block size B (pixels; the image side means no shuffle),
+each model at the blocks it ran (the ViTs skip blocks that cut through patches).
 Right: the learned positional similarity of one query patch (seed 0), drawn over the patch grid:
 top row the positional ViT's attention (mean over layers and heads), bottom row the cosine
 similarity of the standard ViT's positional encodings. Columns: trained on unshuffled images;
-trained on the finest shuffle, drawn in token order as trained (the query is token q); the same map
+trained on the finest shuffle the ViTs ran, drawn in token order as trained (the query is token q); the same map
 once the shuffle is undone (the query is grid position q, every entry moved back to its patch's
 true position). Each panel's title gives the locality z-score of its map family (all seeds; SPEC
 section 6, claim 6): positive means each patch's top-k patches are closer than under a random
@@ -54,13 +55,12 @@ def panel_maps(result: ShuffleResult, source: str, query: int, seed_index: int =
     """The three (gh, gw) images of one row: the unshuffled map's row ``query``; the finest
     shuffle's map row ``query`` in token order (as trained); the same map undone (grid order).
     """
-    blocks = result.blocks
+    blocks = result.vit_blocks
     gh, gw = result.grid
     coarse, fine = max(blocks), min(blocks)
-    M0 = undo_permutation(result.maps(source, coarse)[seed_index],
-                          result.token_permutation[blocks.index(coarse)])
+    M0 = undo_permutation(result.maps(source, coarse)[seed_index], result.tau(coarse))
     Mf = result.maps(source, fine)[seed_index]
-    Mu = undo_permutation(Mf, result.token_permutation[blocks.index(fine)])
+    Mu = undo_permutation(Mf, result.tau(fine))
     return (M0[query].reshape(gh, gw), Mf[query].reshape(gh, gw), Mu[query].reshape(gh, gw))
 
 
@@ -71,12 +71,13 @@ def _accuracy_panel(ax, result: ShuffleResult) -> None:
     x = np.log2(blocks)
     side = int(max(result.meta["image_shape"][:2]))
     for m in result.meta["models"]:
-        acc = np.array([result.accuracy_of(m, b) for b in blocks])  # blocks x seeds
+        mine = sorted(result.blocks_of(m))
+        acc = np.array([result.accuracy_of(m, b) for b in mine])  # blocks x seeds
         mean = acc.mean(axis=1)
         n = acc.shape[1]
         half = (stats.t.ppf(0.975, n - 1) * acc.std(axis=1, ddof=1) / np.sqrt(n)
                 if n > 1 else np.zeros_like(mean))
-        ax.errorbar(x, 100 * mean, yerr=100 * half, marker="o", capsize=3,
+        ax.errorbar(np.log2(mine), 100 * mean, yerr=100 * half, marker="o", capsize=3,
                     color=_COLORS.get(m), label=_LABELS.get(m, m))
     ax.set_xticks(x)
     ax.set_xticklabels([f"{b}\n(none)" if b == side else str(b) for b in blocks])
@@ -97,8 +98,7 @@ def plot(result: ShuffleResult, *, query: int | None = None, seed_index: int = 0
     if not 0 <= query < gh * gw:
         raise ValueError(f"query must lie in 0..{gh * gw - 1}, got {query}")
     sources = [s for s in ("attention", "pos_content") if s in result.map_sources()]
-    blocks = result.blocks
-    coarse, fine = max(blocks), min(blocks)
+    coarse, fine = max(result.vit_blocks), min(result.vit_blocks)
     fig = plt.figure(figsize=(11.5, 4.6), constrained_layout=True)
     left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.45])
     _accuracy_panel(left.subplots(), result)
@@ -109,10 +109,8 @@ def plot(result: ShuffleResult, *, query: int | None = None, seed_index: int = 0
         qr, qc = divmod(query, gw)
         for row, src in enumerate(sources):
             maps = panel_maps(result, src, query, seed_index)
-            z_coarse = locality_z(result.maps(src, coarse), grid,
-                                  result.token_permutation[blocks.index(coarse)])["z"]
-            z_fine = locality_z(result.maps(src, fine), grid,
-                                result.token_permutation[blocks.index(fine)])
+            z_coarse = locality_z(result.maps(src, coarse), grid, result.tau(coarse))["z"]
+            z_fine = locality_z(result.maps(src, fine), grid, result.tau(fine))
             zs = [z_coarse, _z_token_order(result, src, fine), z_fine["z"]]
             others = np.ones((gh, gw), dtype=bool)
             others[qr, qc] = False  # the query's self-similarity would set the colour scale

@@ -15,18 +15,23 @@ from patchassoc.simulations.runtime.errors import UsageError
 
 NAME = "vit"
 HELP = ("claim 6: train a positional-attention ViT and a standard ViT over seeds on real images "
-        "(digits offline; CIFAR-10/100, SVHN from a local folder) and compare test accuracy")
+        "(digits and Fashion-MNIST offline; CIFAR-10/100, SVHN from a local folder) and compare "
+        "test accuracy")
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("vit options")
-    g.add_argument("--data", choices=("digits", "cifar10", "cifar100", "svhn"), default="digits",
-                   help="data set (default digits: scikit-learn's bundled 8x8 digits, offline)")
+    g.add_argument("--data", choices=("digits", "fashion-mnist", "cifar10", "cifar100", "svhn"),
+                   default="digits",
+                   help="data set (default digits: scikit-learn's bundled 8x8 digits, offline; "
+                        "fashion-mnist: the study declared in SPEC section 6, from Debian's "
+                        "package, see `patchassoc data fashion-mnist`)")
     g.add_argument("--data-dir", type=Path, default=None, metavar="PATH",
                    help="folder with the CIFAR python batches or the SVHN .mat files "
-                        "(required for cifar10/cifar100/svhn; nothing is downloaded)")
+                        "(required for cifar10/cifar100/svhn; nothing is downloaded), or the "
+                        "Fashion-MNIST idx files (default: Debian's folder, then the cache)")
     g.add_argument("--seeds", type=positive_int, default=5, metavar="K",
                    help="number of seeds (seed, seed+1, ...; default 5)")
     g.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="default cpu")
@@ -42,16 +47,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the positional model: softmax(P W_h P^T) per head (default), or free "
                         "per-head D x D logits")
     g.add_argument("--shuffle", type=positive_int, action="append", default=None, metavar="B",
-                   help="shuffled-patch experiment: block size in pixels (repeatable; a multiple "
-                        "of the patch size dividing the image side; the image side = no "
-                        "shuffle). Default: the patch side, twice it, ... up to the image side "
-                        "(2, 4, 8 on the digits)")
+                   help="shuffled-patch experiment: block size in pixels (repeatable; it must "
+                        "divide the image side; the image side = no shuffle; the ViTs run only "
+                        "at multiples of the patch size, the CNN at every one). Default: the "
+                        "patch side, twice it, ... up to the image side (2, 4, 8 on the "
+                        "digits); 2, 4, 7, 14, 28 on Fashion-MNIST")
     g.add_argument("--no-shuffle", action="store_true",
                    help="skip the shuffled-patch experiment")
     g.add_argument("--shuffle-epochs", type=positive_int, default=None, metavar="E",
                    help="epochs of the shuffled-patch runs (default: the recipe's)")
     g.add_argument("--shuffle-seeds", type=positive_int, default=None, metavar="K",
-                   help="seeds of the shuffled-patch runs (default: --seeds)")
+                   help="seeds of the shuffled-patch runs (default: --seeds; on Fashion-MNIST "
+                        "the declared 3)")
     g.add_argument("--epochs", type=positive_int, default=None, help="override the recipe")
     g.add_argument("--batch-size", type=positive_int, default=None, help="override the recipe")
     g.add_argument("--lr", type=positive_float, default=None, help="override the recipe")
@@ -66,7 +73,7 @@ def run(ctx) -> dict:
     from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim6_vit import run_comparison
     a = ctx.args
-    if a.data != "digits" and a.data_dir is None:
+    if a.data not in ("digits", "fashion-mnist") and a.data_dir is None:
         raise UsageError(f"--data {a.data} needs --data-dir PATH (a folder with the "
                          f"{a.data} files; nothing is ever downloaded)")
     if a.data_dir is not None and not Path(a.data_dir).expanduser().is_dir():
@@ -100,14 +107,17 @@ def _shuffle_lines(sh: dict) -> list[str]:
     for m in sh["models"]:
         cells = []
         for b in blocks:
-            c = sh["accuracy"][m][str(b)]
+            c = sh["accuracy"][m].get(str(b))
+            if c is None:  # a ViT at a block that cuts through patches
+                cells.append("not run")
+                continue
             cells.append(f"{100 * c['mean']:.1f} [{100 * c['ci_low']:.1f}, "
                          f"{100 * c['ci_high']:.1f}]" if c["n"] >= 2 else
                          f"{100 * c['mean']:.1f}")
         lines.append(f"  {_MODEL_LABELS.get(m, m):16s}" + "  ".join(f"{x:>22s}" for x in cells))
     for m, g in (sh.get("change_finest_minus_coarsest") or {}).items():
-        lines.append(_gap_line(f"{_MODEL_LABELS.get(m, m)}: B={sh['finest']} - B={sh['coarsest']}",
-                               g))
+        lines.append(_gap_line(f"{_MODEL_LABELS.get(m, m)}: B={g.get('finest', sh['finest'])} - "
+                               f"B={sh['coarsest']}", g))
     names = {"attention": "positional ViT attention", "pos_positional":
              "positional ViT encodings (cos)", "pos_logits": "positional ViT encodings (cos)",
              "pos_content": "standard ViT encodings (cos)"}
@@ -159,6 +169,10 @@ def render(summary: dict) -> str:
                else "PASSED" if c["passed"] else "FAILED")
     lines.append(f"claim 6 {verdict}: {c['claim']}: measured gap "
                  f"{c['measured']:+.2f} points, CI [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]")
+    if c.get("cause") and c.get("status") != "preview":
+        from patchassoc.simulations.studies.verdicts import CAUSES
+        lines.append(f"  cause ({c['cause']['code']}) {CAUSES[c['cause']['code']]}: "
+                     f"{c['cause']['why']}")
     if c.get("status") == "preview":
         lines.append(f"  {_preview_text(summary).strip()}")
     lines.append(f"  {controls_text(summary)}")

@@ -4,8 +4,16 @@ Trains both models (same widths, depth, heads, MLP and recipe; only the source o
 logits differs) over K seeds, and reports the mean test accuracy of each with its 95 % t-interval
 over seeds and the paired gap (positional minus standard) with its interval. Offline by default:
 scikit-learn's bundled 8 x 8 digits with 2 x 2 patches (a 4 x 4 grid), split 1347 train / 450
-test with a fixed seeded stratified split. ``--data cifar10|cifar100|svhn --data-dir PATH`` runs
-the same comparison on a local copy of a benchmark (never downloaded).
+test with a fixed seeded stratified split. ``--data fashion-mnist`` runs the study declared for
+Fashion-MNIST (SPEC section 6, claim 6: 4 x 4 patches, a 7 x 7 grid, the 60,000 / 10,000
+standard split; the files come from Debian's package, ``patchassoc data fashion-mnist``).
+``--data cifar10|cifar100|svhn --data-dir PATH`` runs the same comparison on a local copy of a
+benchmark (never downloaded; no declared study, so never a verdict).
+
+The data sets with a declared study (:data:`DECLARED`) each have their floor, seeds and
+training-set size; a run smaller than its declared study is a preview. Claim 6 is decided on
+Fashion-MNIST when its study folder is given to ``patchassoc check --vit DIR``, on the digits
+otherwise; the record names the data set it was decided on (:func:`decide`).
 
 Controls, trained with the same recipe and seeds: a ViT whose attention is fixed to uniform
 (nothing to learn in the attention), and a ViT without token mixing (the attention sub-layers
@@ -13,10 +21,11 @@ removed: a per-patch MLP then mean pooling). The report gives their accuracies a
 of the positional model over each, with 95 % t-intervals.
 
 The shuffled-patch experiment (``--shuffle B``, repeatable, B in pixels; default the patch side,
-twice it, ... up to the image side, i.e. 2, 4, 8 on the digits, where 8 means no shuffle): every
-image is cut into B x B blocks and one fixed random permutation of the blocks (a derangement,
-seeded) is applied to every image; the positional ViT, the standard ViT and a small CNN are
-trained on each. Reported: the accuracy table (model x B, 95 % CI), each model's paired change
+twice it, ... up to the image side, i.e. 2, 4, 8 on the digits, where 8 means no shuffle, and
+2, 4, 7, 14, 28 on Fashion-MNIST): every image is cut into B x B blocks and one fixed random
+permutation of the blocks (a derangement, seeded) is applied to every image; the small CNN is
+trained at every B, the positional and the standard ViT at the B that are multiples of the patch
+side (the others cut through patches). Reported: the accuracy table (model x B, 95 % CI), each model's paired change
 from the unshuffled to the finest shuffle, and the locality of the learned positional maps once
 the shuffle is undone: the mean grid distance of each patch's top-4 patches against 200 random
 relabellings (a z-score; :func:`patchassoc.simulations.engines.vit.stats.locality_z`).
@@ -51,23 +60,38 @@ import os
 from pathlib import Path
 
 from patchassoc.simulations.runtime.errors import UsageError
-from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.study import Outcome, Study
-from patchassoc.simulations.studies.verdicts import from_step
+from patchassoc.simulations.studies.verdicts import (as_preview, not_run, step_summary,
+                                                     with_cause, wrap)
 
 #: The claim (SPEC section 6, item 6) as the claims table names it when it could not be measured
 #: (a measured record takes the text of :func:`claim6`).
 CLAIM = "a positional-attention ViT performs close to a standard ViT"
 #: Claim 6 thresholds (SPEC section 6): the 95 % CI of the paired gap (positional minus standard)
-#: inside +- this many accuracy points, and both at least this accurate on the digits (a sanity
-#: floor: two broken models are trivially "close").
+#: inside +- this many accuracy points, and both at least this accurate (a floor: two broken
+#: models are trivially "close"): 93 % on the digits, 84 % on Fashion-MNIST (a linear classifier's
+#: level on raw pixels).
 MAX_GAP_POINTS = 3.0
 DIGITS_FLOOR = 0.93
+FASHION_FLOOR = 0.84
+
+#: The declared studies of claim 6 (SPEC section 6), by data set: the floor, the seeds of the
+#: comparison and of the shuffled-patch experiment, the training images, and the shuffle blocks
+#: (None: :func:`~patchassoc.simulations.engines.vit.data.default_blocks`). The recipe of each is
+#: ``RECIPES[data]`` of :mod:`patchassoc.simulations.engines.vit.training`. Another data set has
+#: no declared study: its runs are reported, never a verdict.
+DECLARED = {
+    "digits": dict(floor=DIGITS_FLOOR, seeds=5, shuffle_seeds=None, n_train=1347, blocks=None,
+                   label="digits"),
+    "fashion-mnist": dict(floor=FASHION_FLOOR, seeds=5, shuffle_seeds=3, n_train=60000,
+                          blocks=(2, 4, 7, 14, 28), label="Fashion-MNIST"),
+}
 
 __all__ = ["CLAIM", "claim6", "reproduce", "verdict", "readings", "STUDY",
            "MAX_GAP_POINTS", "DIGITS_FLOOR", "default_threads", "default_jobs", "run_comparison",
            "REPRODUCE_FULL", "REPRODUCE_QUICK", "controls_text", "preview_reasons",
-           "DECLARED_SEEDS"]
+           "DECLARED_SEEDS", "DECLARED", "FASHION_FLOOR", "decide", "folder_summary"]
 
 
 def _require_torch():
@@ -79,10 +103,11 @@ def _require_torch():
 
 
 def default_threads(data: str) -> int:
-    """PyTorch threads per run when --threads is not given: 1 for the digits, and 1 whenever
+    """PyTorch threads per run when --threads is not given: 1 for the data sets with a declared
+    study (digits, Fashion-MNIST: small models whose runs go two at a time), and 1 whenever
     ``PATCHASSOC_JOBS`` is set (its processes share the cores it was given); all cores
     otherwise."""
-    if data == "digits" or os.environ.get("PATCHASSOC_JOBS", "").strip():
+    if data in DECLARED or os.environ.get("PATCHASSOC_JOBS", "").strip():
         return 1
     return max(1, os.cpu_count() or 1)
 
@@ -90,8 +115,8 @@ def default_threads(data: str) -> int:
 def default_jobs(data: str, device: str) -> int:
     """Runs trained at once when --jobs is not given: ``PATCHASSOC_JOBS`` when it is set
     (``reproduce`` sets it to 1 for a step it runs beside others: one process, one core);
-    otherwise, for the digits on CPU, two processes (the runs are small and single-threaded, so
-    two use two cores); a benchmark run owns the machine (1)."""
+    otherwise, for the digits and Fashion-MNIST on CPU, two processes (the runs are small and
+    single-threaded, so two use two cores); a benchmark run owns the machine (1)."""
     env = os.environ.get("PATCHASSOC_JOBS", "").strip()
     if env:
         try:
@@ -101,7 +126,7 @@ def default_jobs(data: str, device: str) -> int:
         if value < 1:
             raise UsageError(f"PATCHASSOC_JOBS must be a positive integer, got {env!r}")
         return value
-    return min(2, os.cpu_count() or 1) if (data == "digits" and device == "cpu") else 1
+    return min(2, os.cpu_count() or 1) if (data in DECLARED and device == "cpu") else 1
 
 
 #: ``reproduce``'s ViT step (SPEC section 6, claim 6): the comparison and its controls over 5 seeds
@@ -130,19 +155,28 @@ def run_comparison(out: Path, data: str = "digits", data_dir=None, seeds: int = 
     if max_train is not None:
         dataset = dataset.subset(n_train=max_train)
     torch = _require_torch()
-    from patchassoc.simulations.engines.vit.training import recipe_for, study
+    from patchassoc.simulations.engines.vit.training import RECIPES, recipe_for, study
 
     recipe = recipe_for(data, **recipe_overrides)
+    declared = DECLARED.get(data, {})
     if no_shuffle:
         blocks = []
     elif shuffle:
-        blocks = [check_block(dataset.image_shape, b, recipe.patch) for b in shuffle]
+        blocks = [check_block(dataset.image_shape, b) for b in shuffle]
         if len(set(blocks)) != len(blocks):
             raise UsageError(f"--shuffle values must be distinct, got {blocks}")
+    elif declared.get("blocks") and recipe.patch == RECIPES[data].patch:
+        blocks = list(declared["blocks"])
     else:
         blocks = default_blocks(dataset.image_shape, recipe.patch)
+    if blocks and not any(b % recipe.patch == 0 for b in blocks):
+        raise UsageError(f"--shuffle {', '.join(map(str, blocks))}: no block size is a multiple "
+                         f"of the patch size {recipe.patch}, so the ViTs have no shuffle to run "
+                         f"(add the image side, no shuffle)")
     s_recipe = recipe_for(data, **dict(recipe_overrides, epochs=shuffle_epochs or recipe.epochs))
     seed_list = list(range(first_seed, first_seed + seeds))
+    if shuffle_seeds is None and declared.get("shuffle_seeds"):
+        shuffle_seeds = min(seeds, declared["shuffle_seeds"])
     s_seeds = list(range(first_seed, first_seed + (shuffle_seeds or seeds)))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -231,31 +265,31 @@ DECLARED_SEEDS = 5
 
 
 def preview_reasons(summary: dict) -> list[str]:
-    """Why a digits run is smaller than claim 6's declared study (SPEC section 6: the full
-    1347/450 split, the digits recipe of :mod:`~patchassoc.simulations.engines.vit.training`, >= 5
-    seeds), as short phrases; empty for the declared study, a larger one, or another data set (which
-    has no declared study). Such a run, e.g. ``reproduce --quick``'s 2-epoch preview, is a pipeline
-    check: its numbers decide nothing."""
-    if summary.get("data") != "digits":
+    """Why a run is smaller than claim 6's declared study of its data set (SPEC section 6,
+    :data:`DECLARED`: the digits' full 1347/450 split or Fashion-MNIST's 60,000 training images,
+    the data set's recipe of :mod:`~patchassoc.simulations.engines.vit.training`, >= 5 seeds), as
+    short phrases; empty for the declared study, a larger one, or a data set without a declared
+    study. Such a run, e.g. ``reproduce --quick``'s 2-epoch preview, is a pipeline check: its
+    numbers decide nothing."""
+    data = summary.get("data")
+    declared = DECLARED.get(data)
+    if declared is None:
         return []
-    from patchassoc.simulations.engines.vit.data import DIGITS_SPLIT
-
     reasons = []
     n_train = summary.get("n_train")
-    if n_train is not None and n_train < DIGITS_SPLIT[0]:
-        reasons.append(f"{n_train} of {DIGITS_SPLIT[0]} training images")
+    if n_train is not None and n_train < declared["n_train"]:
+        reasons.append(f"{n_train} of {declared['n_train']} training images")
     recipe = summary.get("recipe")
     if recipe:
         from patchassoc.simulations.engines.vit.training import RECIPES
 
-        declared = RECIPES["digits"].to_dict()
-        changed = [f"{k} {recipe[k]} (declared {v})" for k, v in declared.items()
+        changed = [f"{k} {recipe[k]} (declared {v})" for k, v in RECIPES[data].to_dict().items()
                    if k in recipe and recipe[k] != v]
         reasons += changed
     n_seeds = len(summary.get("seeds") or [])
-    if n_seeds < DECLARED_SEEDS:
+    if n_seeds < declared["seeds"]:
         reasons.append(f"{n_seeds} seed{'s' if n_seeds != 1 else ''} (declared "
-                       f"{DECLARED_SEEDS})")
+                       f"{declared['seeds']})")
     return reasons
 
 
@@ -271,21 +305,24 @@ def claim6(summary: dict, max_gap_points: float = MAX_GAP_POINTS,
            floor: float | None = None) -> dict:
     """Claim 6 from a ``patchassoc vit`` summary (SPEC section 6): the 95 % CI of the paired gap
     (positional minus standard ViT, paired by seed) lies inside +- ``max_gap_points`` points,
-    and on the digits both models reach the floor (default :data:`DIGITS_FLOOR`). With one seed
-    there is no interval and the claim fails. The detail also states the controls.
+    and both models reach the floor of the data set's declared study (default: :data:`DECLARED`,
+    93 % on the digits, 84 % on Fashion-MNIST; none for another data set). With one seed there
+    is no interval and the claim fails. The claim's text names the data set it is decided on;
+    the detail also states the controls.
 
     Returns
     -------
     dict
-        ``claim`` (text), ``measured`` (mean gap in points), ``ci`` ([low, high] in points),
-        ``threshold`` (``max_gap_points``), ``passed`` (bool), ``detail`` (accuracies, the gap's
-        interval, the controls).
+        ``claim`` (text), ``data``, ``measured`` (mean gap in points), ``ci`` ([low, high] in
+        points), ``threshold`` (``max_gap_points``), ``floor``, ``passed`` (bool), ``detail``
+        (accuracies, the gap's interval, the controls).
     """
     kind = _positional_kind(summary)
     gap = summary[f"gap_{kind}"]
     pos, std = summary[kind]["accuracy"]["mean"], summary["content"]["accuracy"]["mean"]
+    data = summary.get("data")
     if floor is None:
-        floor = DIGITS_FLOOR if summary.get("data") == "digits" else 0.0
+        floor = DECLARED[data]["floor"] if data in DECLARED else 0.0
     measured = 100.0 * gap["mean"]
     lo, hi = 100.0 * gap["ci_low"], 100.0 * gap["ci_high"]
     has_ci = gap["n"] >= 2 and math.isfinite(lo) and math.isfinite(hi)
@@ -296,16 +333,56 @@ def claim6(summary: dict, max_gap_points: float = MAX_GAP_POINTS,
     detail = (f"{summary.get('data')}, {gap['n']} seeds: positional {100 * pos:.2f} %, "
               f"standard {100 * std:.2f} %, gap {measured:+.2f} points ({ci_text}); "
               + controls_text(summary))
-    claim = (f"the 95 % CI of the paired accuracy gap (positional-only attention minus standard "
-             f"ViT) lies inside +-{max_gap_points:g} points"
+    label = DECLARED.get(data, {}).get("label", data)
+    claim = (f"decided on {label}: the 95 % CI of the paired accuracy gap (positional-only "
+             f"attention minus standard ViT) lies inside +-{max_gap_points:g} points"
              + (f" (both >= {100 * floor:g} %)" if floor > 0 else ""))
-    out = dict(claim=claim, measured=measured, ci=[lo, hi], threshold=max_gap_points,
-               passed=passed, detail=detail)
+    if floor > 0 and min(pos, std) < floor:
+        detail += (f"; below the floor of {100 * floor:g} %: "
+                   + ", ".join(n for n, a in (("positional", pos), ("standard", std))
+                               if a < floor))
+    out = dict(claim=claim, data=data, measured=measured, ci=[lo, hi],
+               threshold=max_gap_points, floor=floor, passed=passed, detail=detail)
+    if has_ci and not passed:
+        out["cause"] = _cause(summary, kind, floor, lo, hi, max_gap_points)
     reasons = preview_reasons(summary)
     if reasons:  # never decides the claim (the claims module keeps it as a preview)
         out.update(status="preview", preview_reasons=reasons,
                    detail=_preview_text(summary) + detail)
     return out
+
+
+def _cause(summary: dict, kind: str, floor: float, lo: float, hi: float,
+           max_gap_points: float) -> dict:
+    """What a FAIL of claim 6 says (SPEC section 6, "What a FAIL says"): a model below the floor
+    whose training loss still fell over the last epoch has not reached it by the declared
+    horizon (i), otherwise the run ended at a point that fails (ii)."""
+    labels = {kind: "positional", "content": "standard"}
+    below = [k for k in (kind, "content") if summary[k]["accuracy"]["mean"] < floor]
+    epochs = (summary.get("recipe") or {}).get("epochs")
+    if below:
+        moving = []
+        for k in below:
+            curve = summary[k].get("train_loss_per_epoch") or []
+            if len(curve) >= 2 and curve[-1] < 0.99 * curve[-2]:
+                moving.append(f"{labels[k]} {curve[-2]:.3f} -> {curve[-1]:.3f}")
+        names = " and ".join(labels[k] for k in below)
+        if len(moving) == len(below):
+            return dict(code="i", why=f"{names} below the floor of {100 * floor:g} % after the "
+                        f"declared {epochs} epochs, training loss still falling over the last "
+                        f"epoch ({'; '.join(moving)})")
+        return dict(code="ii", why=f"{names} below the floor of {100 * floor:g} % after the "
+                    f"declared {epochs} epochs")
+    return dict(code="ii", why=f"the gap's 95 % CI [{lo:+.2f}, {hi:+.2f}] leaves +-"
+                f"{max_gap_points:g} points after the declared {epochs} epochs")
+
+
+def _record(out: dict, source: str) -> dict:
+    """The claim record of :func:`claim6`'s output, with the cause of a FAIL."""
+    rec = wrap("6", out, source)
+    if out.get("cause"):
+        rec = with_cause(rec, out["cause"]["code"], out["cause"]["why"])
+    return rec
 
 
 def reproduce(out_dir: Path, config=None, seed: int = 0, quick: bool = False,
@@ -335,14 +412,20 @@ _MODEL_LABELS = {"positional": "positional ViT", "logits": "positional ViT (logi
                  "none": "no token mixing"}
 
 
+def _cell(sh: dict, model: str, block: int) -> dict | None:
+    """The accuracy entry of ``model`` at ``block``; None where it did not run."""
+    return sh["accuracy"][model].get(str(block))
+
+
 def _shuffle_reading(sh: dict) -> str:
     blocks, models = sh["blocks"], sh["models"]
-    side, fine = sh["no_shuffle_block"], sh["finest"]
+    side, fine = sh["no_shuffle_block"], sh.get("vit_finest", sh["finest"])
     rows = []
     for m in models:
-        cells = ", ".join(f"{_num(100 * sh['accuracy'][m][str(b)]['mean'], '.1f')} %"
-                          for b in blocks)
+        cells = ", ".join(f"{_num(100 * c['mean'], '.1f')} %" if c else "not run"
+                          for c in (_cell(sh, m, b) for b in blocks))
         rows.append(f"{_MODEL_LABELS.get(m, m)} {cells}")
+    skipped = [b for b in blocks if b not in sh.get("vit_blocks", blocks)]
     changes = []
     for m, g in (sh.get("change_finest_minus_coarsest") or {}).items():
         if g["n"] >= 2 and g["ci_high"] < 0:
@@ -351,7 +434,8 @@ def _shuffle_reading(sh: dict) -> str:
             verdict = "rises"
         else:
             verdict = "does not change detectably"
-        changes.append(f"the {_MODEL_LABELS.get(m, m)} {verdict} "
+        changes.append(f"the {_MODEL_LABELS.get(m, m)} {verdict} at B = "
+                       f"{g.get('finest', sh['finest'])} "
                        f"({_num(100 * g['mean'], '+.1f')} points, 95 % CI "
                        f"{_num(100 * g['ci_low'], '+.1f')} to {_num(100 * g['ci_high'], '+.1f')})")
     loc = sh.get("locality") or {}
@@ -370,9 +454,12 @@ def _shuffle_reading(sh: dict) -> str:
     return (f"The shuffled-patch experiment ({sh['data']}, {len(sh['seeds'])} seeds, "
             f"{sh['epochs']} epochs): every image cut into B x B blocks, one fixed random "
             f"permutation of the blocks applied to all images, B = "
-            f"{', '.join(str(b) for b in blocks)} pixels ({side} = no shuffle). Mean test "
-            f"accuracy (left panel, 95 % bars): " + "; ".join(rows) + ". From no shuffle to "
-            f"B = {fine}: " + "; ".join(changes) + ". Right panels: the learned positional "
+            f"{', '.join(str(b) for b in blocks)} pixels ({side} = no shuffle)"
+            + (f"; the ViTs skip B = {', '.join(map(str, skipped))}, whose blocks cut through "
+               f"their {sh['grid'][0]} x {sh['grid'][1]} grid of patches" if skipped else "")
+            + ". Mean test accuracy (left panel, 95 % bars): " + "; ".join(rows) + ". From no "
+            f"shuffle to each model's finest B: " + "; ".join(changes) + ". Right panels: the "
+            f"learned positional "
             f"similarity of one interior patch, unshuffled, shuffled as trained, and shuffled "
             f"once mapped back through the inverse permutation. Locality (mean grid distance of "
             f"each patch's top-{(next(iter(loc.values()))[str(fine)]['k'] if loc else 4)} "
@@ -415,9 +502,85 @@ def _pct(ci: dict) -> str:
 
 
 def verdict(root: Path) -> dict:
-    """Claim 6 from a reproduction folder: :func:`claim6` on the ``vit`` step's summary."""
-    return from_step(root, "6", "vit", claim6, CLAIM,
-                     "no ViT result (run `patchassoc vit`)")
+    """Claim 6 from a reproduction folder: :func:`claim6` on the ``vit`` step's summary, with
+    the cause of a FAIL."""
+    summary = step_summary(Path(root) / "vit")
+    if not summary:
+        return not_run("6", "no ViT result (run `patchassoc vit`)", str(Path(root) / "vit"),
+                       claim=CLAIM)
+    return _record(claim6(summary), str(Path(root) / "vit"))
+
+
+def folder_summary(folder) -> dict:
+    """The summary of a ``patchassoc vit`` output folder (its ``summary.json``), or of a
+    reproduction's ``vit`` step folder (its ``step.json``).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such summary in ``folder``.
+    ValueError
+        A summary that cannot be read, or is not a ViT comparison's (naming the file).
+    """
+    folder = Path(folder)
+    for name in ("summary.json", "step.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data = read_json(path)
+        except (ValueError, OSError) as exc:
+            raise UsageError(f"{path}: cannot be read as JSON ({exc})") from exc
+        if name == "step.json" and isinstance(data, dict):
+            data = data.get("summary", data)
+        if not isinstance(data, dict) or not any(f"gap_{k}" in data
+                                                 for k in ("positional", "logits")):
+            raise UsageError(f"{path} is not the summary of a `patchassoc vit` comparison")
+        _fill_loss_curves(data, folder)
+        return data
+    raise FileNotFoundError(f"no `patchassoc vit` result in {folder} (summary.json expected: "
+                            f"the folder given to `patchassoc vit --out`)")
+
+
+def _fill_loss_curves(summary: dict, folder: Path) -> None:
+    """A summary written before ``train_loss_per_epoch`` existed gets it from the folder's saved
+    loss curves (``arrays.npz``), when they are there; nothing is recomputed but a mean."""
+    kinds = [k for k in ("content", "positional", "logits", "uniform", "none") if k in summary]
+    if all("train_loss_per_epoch" in summary[k] for k in kinds):
+        return
+    from patchassoc.simulations.engines.vit.comparison import ViTResult
+
+    try:
+        result = ViTResult.load(folder)
+    except (OSError, ValueError, KeyError):
+        return
+    for k in kinds:
+        if k in result.kinds:
+            summary[k]["train_loss_per_epoch"] = (
+                result.train_loss[result.kinds.index(k)].mean(axis=0).tolist())
+
+
+def decide(beside: dict | None, vit_dir) -> dict:
+    """Claim 6's record decided on the data set of the ``patchassoc vit`` folder ``vit_dir``
+    (SPEC section 6, claim 6: Fashion-MNIST when its study folder is given), with ``beside``
+    (the reproduction's record, the digits) reported beside it. A data set without a declared
+    study gives a preview, never a verdict.
+
+    Notes
+    -----
+    SPEC section 6, claim 6 ("Which data set decides").
+    """
+    summary = folder_summary(vit_dir)
+    rec = _record(claim6(summary), str(vit_dir))
+    data = summary.get("data")
+    rec["values"].update(data=data, floor=DECLARED.get(data, {}).get("floor"))
+    if data not in DECLARED:
+        rec = as_preview(rec, f"{data} has no declared study (SPEC section 6, claim 6)")
+    if beside is not None and beside.get("status") != "not run":
+        rec["values"]["beside"] = beside
+        rec["detail"] = (f"{rec['detail']}. Beside it ({beside['status']}): {beside['claim']}: "
+                         f"{beside['measured']}")
+    return rec
 
 
 STUDY = Study(

@@ -146,14 +146,18 @@ def collect_live(config, seed: int = 0, *, train: bool = True, progress: bool = 
 
 def check(config, seed: int, from_dir: Path | None = None, *, train: bool = True,
           strict: bool = False, progress: bool = False, log=None,
-          quick: bool | None = None) -> dict:
+          quick: bool | None = None, vit_dir: Path | None = None) -> dict:
     """The claims (from ``from_dir`` or computed now) and their summary. ``quick`` (with
-    ``from_dir``; default: read from the folder) makes every claim a preview."""
+    ``from_dir``; default: read from the folder) makes every claim a preview. ``vit_dir``, a
+    ``patchassoc vit`` folder (the Fashion-MNIST study), decides claim 6 on its data set, the
+    reproduction's reading beside it (:func:`claim6_vit.decide`)."""
     if from_dir is not None:
         claims = collect_from(from_dir, quick=quick)
         strict = True
     else:
         claims = collect_live(config, seed, train=train, progress=progress, log=log)
+    if vit_dir is not None:
+        claims = [claim6_vit.decide(c, vit_dir) if c["id"] == "6" else c for c in claims]
     out = summarize(claims, strict=strict)
     out["from"] = None if from_dir is None else str(from_dir)
     return out

@@ -143,6 +143,78 @@ def test_foreign_pickles_and_mat_files_are_refused(tmp_path):
         load_svhn(tmp_path)
 
 
+def _good_rows(n=3):
+    return np.random.default_rng(7).integers(0, 256, size=(n, 3072), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("batch, message", [
+    ({b"data": _good_rows().astype(object), b"labels": [0, 1, 2]}, "must be numbers, got dtype "
+                                                                   "object"),
+    ({b"data": np.where(np.arange(3 * 3072).reshape(3, 3072) == 5, np.nan,
+                        _good_rows().astype(float)), b"labels": [0, 1, 2]}, "must be finite"),
+    ({b"data": _good_rows() + 0.5, b"labels": [0, 1, 2]}, "whole numbers"),
+    ({b"data": _good_rows().astype(np.int64) + 1, b"labels": [0, 1, 2]}, "lie in 0..255"),
+    ({b"data": _good_rows(), b"labels": [0, 1, 10]}, "labels must lie in 0..9, got 0..10"),
+    ({b"data": _good_rows(), b"labels": [0, -1, 2]}, "labels must lie in 0..9"),
+    ({b"data": _good_rows(), b"labels": ["a", "b", "c"]}, "labels must be numbers"),
+    ({b"data": _good_rows(), b"labels": [0.0, float("nan"), 1.0]}, "labels must be finite"),
+    ({b"data": _good_rows(), b"labels": [0, 1]}, "N x 3072 with N labels"),
+    ({b"data": _good_rows()[:, :3000], b"labels": [0, 1, 2]}, "N x 3072 with N labels"),
+    ({b"data": [[1, 2], [3]], b"labels": [0, 1]}, "not a regular array"),
+    ({b"data": b"raw bytes", b"labels": [0]}, "must be numbers"),
+])
+def test_a_malformed_cifar_batch_is_refused_in_one_line_naming_the_file(tmp_path, batch,
+                                                                         message):
+    """Object dtype, NaN, fractional or out-of-range pixels, labels out of range or of the wrong
+    type, and counts that do not match: one UsageError line naming the file, never a traceback
+    and never a silent cast to uint8."""
+    folder, *_ = write_cifar10(tmp_path, np.random.default_rng(5))
+    _write_pickle(folder / "data_batch_3", batch)
+    with pytest.raises(UsageError) as info:
+        load_cifar10(tmp_path)
+    text = str(info.value)
+    assert message in text and str(folder / "data_batch_3") in text and "\n" not in text
+
+
+def test_a_malformed_cifar100_batch_is_refused_with_its_label_range(tmp_path):
+    folder = tmp_path / "cifar-100-python"
+    folder.mkdir()
+    _write_pickle(folder / "train", {b"data": _good_rows(), b"fine_labels": [0, 99, 100]})
+    _write_pickle(folder / "test", {b"data": _good_rows(1), b"fine_labels": [0]})
+    with pytest.raises(UsageError, match="labels must lie in 0..99, got 0..100"):
+        load_cifar100(tmp_path)
+
+
+@pytest.mark.parametrize("X, y, message", [
+    (np.full((32, 32, 3, 2), np.nan), [[1], [2]], "must be finite"),
+    (np.full((32, 32, 3, 2), 300.0), [[1], [2]], "lie in 0..255"),
+    (np.zeros((32, 32, 3, 2), dtype=np.uint8), [[0], [2]], "labels must lie in 1..10"),
+    (np.zeros((32, 32, 3, 2), dtype=np.uint8), [[1], [2], [3]], "with N labels"),
+    (np.zeros((32, 32, 1, 2), dtype=np.uint8), [[1], [2]], "32 x 32 x 3 x N"),
+])
+def test_a_malformed_svhn_file_is_refused_in_one_line_naming_it(tmp_path, X, y, message):
+    good = np.zeros((32, 32, 3, 1), dtype=np.uint8)
+    savemat(tmp_path / "train_32x32.mat", {"X": X, "y": np.asarray(y, dtype=np.float64)})
+    savemat(tmp_path / "test_32x32.mat", {"X": good, "y": np.array([[1.0]])})
+    with pytest.raises(UsageError) as info:
+        load_svhn(tmp_path)
+    text = str(info.value)
+    assert message in text and str(tmp_path / "train_32x32.mat") in text and "\n" not in text
+
+
+def test_a_malformed_batch_is_one_line_and_status_2_from_the_command(tmp_path, capsys):
+    from patchassoc.cli.main import main
+
+    folder, *_ = write_cifar10(tmp_path, np.random.default_rng(8))
+    _write_pickle(folder / "test_batch", {b"data": _good_rows().astype(object),
+                                          b"labels": [0, 1, 2]})
+    assert main(["vit", "--data", "cifar10", "--data-dir", str(tmp_path), "--quiet",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("patchassoc: error: ") and "test_batch" in err[0]
+    assert not (tmp_path / "o").exists()
+
+
 def test_digits_split_is_fixed_stratified_and_disjoint():
     a, b = load_digits(), load_digits()
     assert a.x_train.shape == (DIGITS_SPLIT[0], 8, 8, 1)

@@ -201,7 +201,9 @@ def test_json_holds_the_gap_controls_table_and_locality(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--shuffle", "3"], "must divide the image size"),
-    (["--shuffle", "1"], "multiple of the patch size"),
+    # B = 1 cuts through the 2 x 2 patches: the CNN could run it, the ViTs could not, so a shuffle
+    # with no block that keeps patches whole is refused
+    (["--shuffle", "1"], "no block size is a multiple of the patch size"),
     (["--shuffle", "0"], "positive integer"),
     (["--shuffle", "x"], "positive integer"),
     (["--shuffle", "4", "--shuffle", "4"], "distinct"),
@@ -269,9 +271,110 @@ def test_figure_readings_follow_the_numbers():
     assert "uniform attention 90.00 % [89.00, 91.00]" in text["vit_attention"]
     assert "(positional beats it)" in text["vit_attention"]
     assert "(positional does not beat it)" in text["vit_attention"]
-    assert "the small CNN falls (-5.0 points" in text["vit_shuffle"]
-    assert "the positional ViT does not change detectably (+0.0 points" in text["vit_shuffle"]
+    assert "the small CNN falls at B = 2 (-5.0 points" in text["vit_shuffle"]
+    assert ("the positional ViT does not change detectably at B = 2 (+0.0 points"
+            in text["vit_shuffle"])
     z = sh["locality"]["attention"]["2"]["z"]
     assert f"z {z:+.1f} at B = 2 once undone" in text["vit_shuffle"]
     del s["shuffle"]
     assert set(figure_readings(s)) == {"vit_attention"}
+
+
+def _aligned_result(models=("positional", "content", "cnn")):
+    """A synthetic Fashion-MNIST-shaped experiment: 28 x 28 images, 4 x 4 patches (7 x 7 grid),
+    B = 2, 4, 7, 14, 28; the ViTs ran at 4 and 28 only (multiples of the patch side)."""
+    rng = np.random.default_rng(3)
+    blocks, vit_blocks, seeds, D, dim = [2, 4, 7, 14, 28], [4, 28], [0, 1, 2], 49, 8
+    models = list(models)
+    vits = [m for m in models if m != "cnn"]
+    acc = rng.uniform(0.7, 0.9, size=(len(models), 5, 3))
+    for i, m in enumerate(models):
+        if m != "cnn":
+            acc[i, [0, 2, 3]] = np.nan
+    taus = np.stack([token_permutation((28, 28), b, block_permutation((28, 28), b, 0), 4)
+                     for b in vit_blocks])
+    att = rng.dirichlet(np.ones(D), size=(len(vits), 2, 3, 1, 2, D))
+    meta = dict(data="fashion-mnist", models=models, vit_models=vits, blocks=blocks,
+                vit_blocks=vit_blocks, seeds=seeds, grid=[7, 7], image_shape=[28, 28, 1],
+                recipe=dict(epochs=2))
+    return ShuffleResult(meta, acc, taus, rng.normal(size=(len(vits), 2, 3, D, dim)), att)
+
+
+def test_vits_skip_blocks_that_cut_patches_and_the_summary_says_so(tmp_path):
+    res = _aligned_result()
+    s = res.summary()
+    assert set(s["accuracy"]["cnn"]) == {"2", "4", "7", "14", "28"}
+    assert set(s["accuracy"]["positional"]) == set(s["accuracy"]["content"]) == {"4", "28"}
+    assert s["finest_of"] == {"positional": 4, "content": 4, "cnn": 2}
+    assert s["vit_finest"] == 4 and s["finest"] == 2 and s["vit_blocks"] == [4, 28]
+    change = s["change_finest_minus_coarsest"]
+    cnn, pos = res.accuracy[2], res.accuracy[0]
+    assert change["cnn"]["finest"] == 2 and change["positional"]["finest"] == 4
+    assert change["cnn"]["mean"] == pytest.approx((cnn[0] - cnn[4]).mean(), rel=CI_REL)
+    assert change["positional"]["mean"] == pytest.approx((pos[1] - pos[4]).mean(), rel=CI_REL)
+    assert set(s["locality"]["attention"]) == {"4", "28"}
+    assert s["locality_z"] == s["locality"]["attention"]["4"]["z"]
+    np.testing.assert_array_equal(res.tau(4), res.token_permutation[0])
+    with pytest.raises(ValueError, match="did not run at block 7"):
+        res.accuracy_of("content", 7)
+    res.save(tmp_path / "sh")
+    back = ShuffleResult.load(tmp_path / "sh")
+    np.testing.assert_array_equal(back.accuracy, res.accuracy)  # NaN where not run, kept
+    assert back.vit_blocks == [4, 28]
+
+
+def test_a_shuffle_result_must_mark_exactly_the_cells_not_run():
+    res = _aligned_result()
+    filled = res.accuracy.copy()
+    filled[0, 0] = 0.5  # a number where the ViT did not run
+    with pytest.raises(ValueError, match="NaN exactly where"):
+        ShuffleResult(res.meta, filled, res.token_permutation, res.pos, res.attention)
+    holed = res.accuracy.copy()
+    holed[2, 1, 0] = np.nan  # a hole where the CNN ran
+    with pytest.raises(ValueError, match="NaN exactly where"):
+        ShuffleResult(res.meta, holed, res.token_permutation, res.pos, res.attention)
+
+
+def test_the_reading_and_the_figure_show_the_blocks_each_model_ran(tmp_path):
+    from patchassoc.cli.main_vit import _shuffle_lines
+    from patchassoc.figures import vit_shuffle
+    from patchassoc.simulations.studies.claim6_vit import _shuffle_reading
+
+    res = _aligned_result()
+    s = res.summary()
+    text = _shuffle_reading(s)
+    assert "the ViTs skip B = 2, 7, 14" in text
+    assert "positional ViT not run, " in text and "at B = 4 once undone" in text
+    lines = "\n".join(_shuffle_lines(s))
+    assert lines.count("not run") == 6  # two ViTs at B = 2, 7, 14
+    paths = vit_shuffle.save(res, tmp_path)
+    assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
+    fig = vit_shuffle.plot(res)
+    ax = fig.axes[0]
+    xs = {c.get_label(): list(np.round(2 ** c.lines[0].get_xdata()).astype(int))
+          for c in ax.containers}
+    assert xs == {"positional ViT": [4, 28], "standard ViT": [4, 28],
+                  "small CNN": [2, 4, 7, 14, 28]}
+
+
+def test_the_study_trains_vits_only_at_patch_aligned_blocks():
+    pytest.importorskip("torch")
+    from patchassoc.simulations.engines.vit.data import ImageData
+    from patchassoc.simulations.engines.vit.training import recipe_for, study
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 256, size=(40, 12, 12, 1), dtype=np.uint8)
+    y = rng.integers(0, 3, size=40)
+    data = ImageData("toy", x[:32], y[:32], x[32:], y[32:], 3, 255.0)
+    recipe = recipe_for("fashion-mnist", dim=8, depth=1, heads=2, epochs=1, batch_size=16,
+                        cnn_width=2)
+    done = []
+    vit, sh = study(data, recipe, [0], kinds=("content", "positional"), blocks=[2, 4, 12],
+                    on_done=lambda t, o: done.append((t.model, t.block)))
+    assert sorted(done, key=str) == sorted(
+        [("content", None), ("positional", None), ("cnn", 2), ("cnn", 4), ("cnn", None),
+         ("positional", 4), ("content", 4)], key=str)
+    assert sh.vit_blocks == [4, 12] and sh.blocks == [2, 4, 12]
+    assert np.isnan(sh.accuracy[:2, 0]).all() and not np.isnan(sh.accuracy[2]).any()
+    # the unshuffled ViT cells are the comparison's own runs
+    np.testing.assert_array_equal(sh.accuracy_of("content", 12), vit.accuracy_of("content"))

@@ -9,10 +9,11 @@ test images), the learned positional encodings (kinds x seeds x D x dim, token o
 permutation (identity unless the comparison itself ran on shuffled images).
 
 A :class:`ShuffleResult` (the shuffled-patch experiment) holds the test accuracy (models x block
-sizes x seeds), the token permutation of each block size, and the ViTs' attention maps and
-positional encodings (ViT models x block sizes x seeds x ...); its summary has the accuracy table
-with 95 % t-intervals, each model's paired accuracy change from the unshuffled images to the
-finest shuffle, and the locality z-scores of :func:`~.stats.locality_z` of the positional
+sizes x seeds; NaN where a model did not run: the ViTs skip the blocks that cut through
+patches), the token permutation of each ViT block size, and the ViTs' attention maps and
+positional encodings (ViT models x ViT block sizes x seeds x ...); its summary has the accuracy
+table with 95 % t-intervals, each model's paired accuracy change from the unshuffled images to
+its finest shuffle, and the locality z-scores of :func:`~.stats.locality_z` of the positional
 attention and of the positional encodings' cosine Gram matrix, once the shuffle is undone.
 
 References
@@ -99,7 +100,8 @@ class ViTResult:
         return A[..., inv[:, None], inv[None, :]]
 
     def summary(self) -> dict:
-        """Mean test accuracy of each kind with its 95 % t-interval over seeds, the paired gap
+        """Mean test accuracy of each kind with its 95 % t-interval over seeds, its training loss
+        per epoch (mean over seeds), the paired gap
         (positional minus standard) with its interval, attention distances (in patches), and,
         when the controls ran, the paired gaps of the positional model over each control
         (``positional_vs_uniform``, ``positional_vs_none``)."""
@@ -113,6 +115,8 @@ class ViTResult:
             out[kind] = dict(accuracy=mean_ci(acc), per_seed=acc.tolist(),
                              final_train_loss=mean_ci(self.train_loss[self.kinds.index(kind),
                                                                       :, -1]),
+                             train_loss_per_epoch=self.train_loss[self.kinds.index(kind)]
+                             .mean(axis=0).tolist(),
                              attention_distance_per_layer=dist.mean(axis=(0, 2)).tolist(),
                              n_params=self.meta.get("n_params", {}).get(kind))
         out["uniform_attention_distance"] = uniform
@@ -157,14 +161,18 @@ class ShuffleResult:
     ----------
     meta : dict
         ``data``, ``models``, ``vit_models``, ``blocks`` (pixels; the image side = no shuffle),
-        ``seeds``, ``grid``, ``recipe``, ``shuffle_seed``, ``block_permutations``...
+        ``vit_blocks`` (the blocks the ViTs ran: multiples of the patch side; ``blocks`` when
+        absent, as in results saved before it existed), ``seeds``, ``grid``, ``recipe``,
+        ``shuffle_seed``, ``block_permutations``...
     accuracy : ndarray, shape (models, blocks, seeds)
-        Test accuracy in [0, 1].
-    token_permutation : ndarray of int, shape (blocks, D)
-        tau per block size: token t of a shuffled image is the patch at grid position tau[t].
-    pos : ndarray, shape (vit models, blocks, seeds, D, dim)
+        Test accuracy in [0, 1]; NaN exactly where a ViT did not run (a block not in
+        ``vit_blocks``).
+    token_permutation : ndarray of int, shape (vit blocks, D)
+        tau per ViT block size: token t of a shuffled image is the patch at grid position
+        tau[t].
+    pos : ndarray, shape (vit models, vit blocks, seeds, D, dim)
         Learned positional encodings in token order.
-    attention : ndarray, shape (vit models, blocks, seeds, depth, heads, D, D)
+    attention : ndarray, shape (vit models, vit blocks, seeds, depth, heads, D, D)
         Attention maps in token order (input-independent for the positional ViT; the mean over
         the test images for the standard ViT).
     """
@@ -177,16 +185,26 @@ class ShuffleResult:
 
     def __post_init__(self) -> None:
         M, B, S = len(self.meta["models"]), len(self.meta["blocks"]), len(self.meta["seeds"])
-        V = len(self.meta["vit_models"])
+        V, BV = len(self.meta["vit_models"]), len(self.vit_blocks)
         D = int(np.prod(self.meta["grid"]))
         if self.accuracy.shape != (M, B, S):
             raise ValueError(f"accuracy must have shape ({M}, {B}, {S}), got "
                              f"{self.accuracy.shape}")
-        if self.token_permutation.shape != (B, D):
-            raise ValueError(f"token_permutation must have shape ({B}, {D})")
-        if V and (self.pos.shape[:4] != (V, B, S, D) or self.attention.shape[:3] != (V, B, S)
+        if not set(self.vit_blocks) <= set(self.blocks):
+            raise ValueError("vit_blocks must be among blocks")
+        ran = np.ones((M, B), dtype=bool)
+        for i, m in enumerate(self.meta["models"]):
+            if m != "cnn":
+                ran[i] = [b in self.vit_blocks for b in self.blocks]
+        if (np.isnan(self.accuracy).any(axis=-1) != ~ran).any() or \
+                not np.isnan(self.accuracy[~ran]).all():
+            raise ValueError("accuracy must be NaN exactly where a ViT did not run (blocks not "
+                             "in vit_blocks)")
+        if self.token_permutation.shape != (BV, D):
+            raise ValueError(f"token_permutation must have shape ({BV}, {D})")
+        if V and (self.pos.shape[:4] != (V, BV, S, D) or self.attention.shape[:3] != (V, BV, S)
                   or self.attention.shape[-2:] != (D, D)):
-            raise ValueError("pos and attention must start with (vit models, blocks, seeds) "
+            raise ValueError("pos and attention must start with (vit models, vit blocks, seeds) "
                              "and hold D x D maps")
 
     @property
@@ -197,14 +215,29 @@ class ShuffleResult:
     def blocks(self) -> list[int]:
         return [int(b) for b in self.meta["blocks"]]
 
+    @property
+    def vit_blocks(self) -> list[int]:
+        """The blocks the ViTs ran (multiples of the patch side)."""
+        return [int(b) for b in self.meta.get("vit_blocks", self.meta["blocks"])]
+
+    def blocks_of(self, model: str) -> list[int]:
+        """The blocks ``model`` ran: every block for the CNN, :attr:`vit_blocks` for a ViT."""
+        return self.blocks if model == "cnn" else self.vit_blocks
+
     def accuracy_of(self, model: str, block: int) -> np.ndarray:
+        if block not in self.blocks_of(model):
+            raise ValueError(f"{model} did not run at block {block} (it cuts through patches)")
         return self.accuracy[self.meta["models"].index(model), self.blocks.index(block)]
+
+    def tau(self, block: int) -> np.ndarray:
+        """The token permutation of ViT block ``block``."""
+        return self.token_permutation[self.vit_blocks.index(block)]
 
     def maps(self, source: str, block: int) -> np.ndarray:
         """Similarity maps (seeds, D, D) in token order: ``"attention"`` (the positional ViT's
         attention, mean over layers and heads) or ``"pos_<model>"`` (the cosine Gram matrix of
-        the positional encodings of ViT ``model``)."""
-        j = self.blocks.index(block)
+        the positional encodings of ViT ``model``), at ViT block ``block``."""
+        j = self.vit_blocks.index(block)
         vits = list(self.meta["vit_models"])
         if source == "attention" and self._positional() is not None:
             return self.attention[vits.index(self._positional()), j].mean(axis=(1, 2))
@@ -222,10 +255,10 @@ class ShuffleResult:
                 + [f"pos_{m}" for m in vits if m in ("positional", "logits", "content")])
 
     def summary(self) -> dict:
-        """Accuracy table (model -> block -> mean with 95 % CI), the paired change from the
-        largest to the smallest block per model, and the locality of each learned map per block
-        (the z-score against 200 random relabellings, after undoing the shuffle). Computed once
-        per result (its arrays are not meant to change)."""
+        """Accuracy table (model -> block -> mean with 95 % CI, for the blocks the model ran),
+        the paired change from the largest to the smallest block of each model, and the locality
+        of each learned map per ViT block (the z-score against 200 random relabellings, after
+        undoing the shuffle). Computed once per result (its arrays are not meant to change)."""
         cached = self.__dict__.get("_summary")
         if cached is None:
             cached = self._summary()
@@ -233,23 +266,27 @@ class ShuffleResult:
         return cached
 
     def _summary(self) -> dict:
-        blocks = self.blocks
+        blocks, vit_blocks = self.blocks, self.vit_blocks
         models = list(self.meta["models"])
         table = {m: {str(b): dict(mean_ci(self.accuracy_of(m, b)),
                                   per_seed=self.accuracy_of(m, b).tolist())
-                     for b in blocks} for m in models}
-        finest, coarsest = min(blocks), max(blocks)
-        change = ({m: paired_gap_ci(self.accuracy_of(m, finest), self.accuracy_of(m, coarsest))
-                   for m in models} if finest != coarsest else {})
-        locality = {src: {str(b): locality_z(self.maps(src, b), self.grid,
-                                             self.token_permutation[blocks.index(b)])
-                          for b in blocks} for src in self.map_sources()}
-        head = locality.get("attention", {}).get(str(finest))
-        return dict(data=self.meta["data"], blocks=blocks, models=models,
-                    seeds=list(self.meta["seeds"]), grid=list(self.grid),
+                     for b in self.blocks_of(m)} for m in models}
+        finest_of = {m: min(self.blocks_of(m)) for m in models}
+        coarsest = max(blocks)
+        # each model's change from no shuffle to the finest block it ran
+        change = {m: dict(paired_gap_ci(self.accuracy_of(m, finest_of[m]),
+                                        self.accuracy_of(m, coarsest)), finest=finest_of[m])
+                  for m in models if finest_of[m] != coarsest and coarsest in self.blocks_of(m)}
+        locality = {src: {str(b): locality_z(self.maps(src, b), self.grid, self.tau(b))
+                          for b in vit_blocks} for src in self.map_sources()}
+        vit_finest = min(vit_blocks) if vit_blocks else None
+        head = locality.get("attention", {}).get(str(vit_finest))
+        return dict(data=self.meta["data"], blocks=blocks, vit_blocks=vit_blocks,
+                    models=models, seeds=list(self.meta["seeds"]), grid=list(self.grid),
                     no_shuffle_block=int(max(self.meta["image_shape"][:2])),
                     epochs=self.meta["recipe"]["epochs"], accuracy=table,
-                    change_finest_minus_coarsest=change, finest=finest, coarsest=coarsest,
+                    change_finest_minus_coarsest=change, finest=min(blocks),
+                    vit_finest=vit_finest, finest_of=finest_of, coarsest=coarsest,
                     locality=locality, locality_z=None if head is None else head["z"],
                     wall_s=self.meta.get("wall_s"), cpu_s=self.meta.get("cpu_s"))
 

@@ -1,12 +1,17 @@
-"""Image data for the ViT comparison: scikit-learn's bundled digits offline, and local copies of
-CIFAR-10, CIFAR-100 and SVHN.
+"""Image data for the ViT comparison: scikit-learn's bundled digits and Debian's Fashion-MNIST
+offline, and local copies of CIFAR-10, CIFAR-100 and SVHN.
 
 Every loader returns an :class:`ImageData`: uint8 images of shape (N, H, W, channels) with their
 integer labels, split into train and test. Nothing here downloads anything: the digits ship inside
-scikit-learn; CIFAR and SVHN are read from a folder the user already has, and a missing folder or
-file is a :class:`~patchassoc.simulations.runtime.errors.UsageError` naming what was expected.
+scikit-learn; Fashion-MNIST is read from Debian's folder, the cache or a folder given (fetching it
+is :func:`~patchassoc.simulations.engines.vit.fashion_mnist.fetch`, ``patchassoc data``); CIFAR
+and SVHN are read from a folder the user already has, and a missing folder or file is a
+:class:`~patchassoc.simulations.runtime.errors.UsageError` naming what was expected.
 
 Formats read (the standard distributions of each benchmark):
+
+- Fashion-MNIST: the four idx files (see :mod:`~patchassoc.simulations.engines.vit.fashion_mnist`,
+  which reads and checks them).
 
 - CIFAR-10, "python version": ``cifar-10-batches-py/`` with ``data_batch_1`` .. ``data_batch_5``
   and ``test_batch``, each a pickled dict with ``b"data"`` (N x 3072 uint8: the 1024 red, then
@@ -48,15 +53,18 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.simulations.engines.vit.fashion_mnist import NAME as FASHION_MNIST
+from patchassoc.simulations.engines.vit.fashion_mnist import N_CLASSES, read_fashion_mnist
 from patchassoc.simulations.runtime.errors import UsageError
 
-__all__ = ["ImageData", "DATASETS", "load_dataset", "load_digits", "load_cifar10",
+__all__ = ["ImageData", "DATASETS", "load_dataset", "load_digits", "load_fashion_mnist",
+           "load_cifar10",
            "load_cifar100", "load_svhn", "patch_grid", "patch_permutation", "DIGITS_SPLIT",
            "check_block", "block_permutation", "shuffle_blocks", "unshuffle_blocks",
            "token_permutation", "default_blocks"]
 
 #: Names accepted by :func:`load_dataset` (and ``patchassoc vit --data``).
-DATASETS = ("digits", "cifar10", "cifar100", "svhn")
+DATASETS = ("digits", "fashion-mnist", "cifar10", "cifar100", "svhn")
 
 #: The fixed split of the 1797 digits: (train, test) sizes, stratified by class.
 DIGITS_SPLIT = (1347, 450)
@@ -209,7 +217,45 @@ def _multiarray():
         return importlib.import_module("numpy.core.multiarray")
 
 
-def _read_cifar_batch(path: Path, label_key: bytes) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(path: Path, what: str, values) -> np.ndarray:
+    """``values`` as a numeric array: refuses (one line naming ``path``) what is not a regular
+    array of numbers (object or string dtype, ragged nesting), non-finite and non-integer
+    values."""
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as exc:  # ragged nesting, or objects NumPy cannot hold
+        raise UsageError(f"{path}: {what} is not a regular array ({exc})") from exc
+    if arr.dtype.kind not in "uif":
+        raise UsageError(f"{path}: {what} must be numbers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            raise UsageError(f"{path}: {what} must be finite, found "
+                             f"{int(np.sum(~np.isfinite(arr)))} NaN or infinite values")
+        if not np.array_equal(arr, np.round(arr)):
+            raise UsageError(f"{path}: {what} must be whole numbers")
+    return arr
+
+
+def _pixels(path: Path, values) -> np.ndarray:
+    """Checked pixel values (numbers, finite, whole, in 0..255) as uint8, never cast silently."""
+    arr = _numbers(path, "pixel data", values)
+    if arr.size and (arr.min() < 0 or arr.max() > 255):
+        raise UsageError(f"{path}: pixel values must lie in 0..255, got "
+                         f"{arr.min():g}..{arr.max():g}")
+    return arr.astype(np.uint8)
+
+
+def _labels(path: Path, values, low: int, high: int) -> np.ndarray:
+    """Checked labels (numbers, finite, whole, in ``low..high``) as a flat int64 array."""
+    arr = _numbers(path, "labels", values).reshape(-1)
+    if arr.size and (arr.min() < low or arr.max() > high):
+        raise UsageError(f"{path}: labels must lie in {low}..{high}, got "
+                         f"{arr.min():g}..{arr.max():g}")
+    return arr.astype(np.int64)
+
+
+def _read_cifar_batch(path: Path, label_key: bytes, n_classes: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
     try:
         with open(path, "rb") as fh:
             batch = _SafeUnpickler(io.BytesIO(fh.read()), encoding="bytes").load()
@@ -221,12 +267,12 @@ def _read_cifar_batch(path: Path, label_key: bytes) -> tuple[np.ndarray, np.ndar
     if b"data" not in batch or label_key not in batch:
         raise UsageError(f"{path} is not a CIFAR python batch (keys data and "
                          f"{label_key.decode()} expected)")
-    data = np.asarray(batch[b"data"])
-    labels = np.asarray(batch[label_key], dtype=np.int64)
+    data = _pixels(path, batch[b"data"])
+    labels = _labels(path, batch[label_key], 0, n_classes - 1)
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or data.shape[0] != labels.size:
         raise UsageError(f"{path}: data must be N x 3072 with N labels, got {data.shape} and "
                          f"{labels.size} labels")
-    images = data.astype(np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
     return np.ascontiguousarray(images), labels
 
 
@@ -234,8 +280,8 @@ def load_cifar10(data_dir) -> ImageData:
     """CIFAR-10 (python version) from ``data_dir`` or ``data_dir/cifar-10-batches-py``."""
     files = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
     folder = _folder(data_dir, "CIFAR-10", "cifar-10-batches-py", files)
-    parts = [_read_cifar_batch(folder / f, b"labels") for f in files[:5]]
-    x_test, y_test = _read_cifar_batch(folder / "test_batch", b"labels")
+    parts = [_read_cifar_batch(folder / f, b"labels", 10) for f in files[:5]]
+    x_test, y_test = _read_cifar_batch(folder / "test_batch", b"labels", 10)
     return _checked("cifar10", np.concatenate([p[0] for p in parts]),
                     np.concatenate([p[1] for p in parts]), x_test, y_test, 10, 255.0)
 
@@ -244,8 +290,8 @@ def load_cifar100(data_dir) -> ImageData:
     """CIFAR-100 (python version, fine labels) from ``data_dir`` or
     ``data_dir/cifar-100-python``."""
     folder = _folder(data_dir, "CIFAR-100", "cifar-100-python", ["train", "test"])
-    x_train, y_train = _read_cifar_batch(folder / "train", b"fine_labels")
-    x_test, y_test = _read_cifar_batch(folder / "test", b"fine_labels")
+    x_train, y_train = _read_cifar_batch(folder / "train", b"fine_labels", 100)
+    x_test, y_test = _read_cifar_batch(folder / "test", b"fine_labels", 100)
     return _checked("cifar100", x_train, y_train, x_test, y_test, 100, 255.0)
 
 
@@ -257,13 +303,11 @@ def _read_svhn(path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise UsageError(f"{path} is not an SVHN .mat file ({type(exc).__name__}: {exc})") from exc
     if "X" not in mat or "y" not in mat:
         raise UsageError(f"{path} is not an SVHN .mat file (variables X and y expected)")
-    X, y = np.asarray(mat["X"]), np.asarray(mat["y"]).reshape(-1).astype(np.int64)
+    X, y = _pixels(path, mat["X"]), _labels(path, mat["y"], 1, 10)
     if X.ndim != 4 or X.shape[:3] != (32, 32, 3) or X.shape[3] != y.size:
         raise UsageError(f"{path}: X must be 32 x 32 x 3 x N with N labels, got {X.shape} and "
                          f"{y.size} labels")
-    if y.size and (y.min() < 1 or y.max() > 10):
-        raise UsageError(f"{path}: SVHN labels must lie in 1..10, got {y.min()}..{y.max()}")
-    return np.ascontiguousarray(X.transpose(3, 0, 1, 2).astype(np.uint8)), y % 10
+    return np.ascontiguousarray(X.transpose(3, 0, 1, 2)), y % 10
 
 
 def load_svhn(data_dir) -> ImageData:
@@ -283,10 +327,21 @@ def _checked(name, x_train, y_train, x_test, y_test, n_classes, max_value) -> Im
     return ImageData(name, x_train, y_train, x_test, y_test, n_classes, max_value)
 
 
+def load_fashion_mnist(data_dir=None) -> ImageData:
+    """Fashion-MNIST, 60,000 train / 10,000 test 28 x 28 grey images (values 0..255), 10
+    classes, the standard split, from ``data_dir`` or where Debian's package and ``patchassoc
+    data fashion-mnist`` put it; every file checked against its stored SHA-256 (see
+    :mod:`~patchassoc.simulations.engines.vit.fashion_mnist`)."""
+    x_train, y_train, x_test, y_test = read_fashion_mnist(data_dir)
+    return ImageData(FASHION_MNIST, x_train, y_train, x_test, y_test, N_CLASSES, 255.0)
+
+
 def load_dataset(name: str, data_dir=None, split_seed: int = 0) -> ImageData:
     """Load one of :data:`DATASETS` (``data_dir`` is ignored for the digits)."""
     if name == "digits":
         return load_digits(split_seed)
+    if name == "fashion-mnist":
+        return load_fashion_mnist(data_dir)
     if name == "cifar10":
         return load_cifar10(data_dir)
     if name == "cifar100":

@@ -14,7 +14,10 @@ model sees the same mini-batch order and the same augmentation draws (a paired d
 per-seed accuracy gap is a paired difference; a shuffled run sees the same images, block-shuffled
 by one fixed permutation. All randomness comes from :class:`torch.Generator` objects derived
 from the run seed with :class:`numpy.random.SeedSequence`; the global torch seed is never used.
-Float32 throughout: a neural-network training, not an exact engine.
+Float32 throughout: a neural-network training, not an exact engine. On a GPU (``device="cuda"``)
+TF32 is switched off, so the arithmetic is float32 there too; the numbers still differ from the
+CPU's (matrix products and reductions sum in another order, and training amplifies rounding), so
+a CUDA run is another draw of the same experiment, not the CPU's bits (SPEC section 6, claim 6).
 
 Cost (the digits recipe, one torch thread). A step is tens of small operations, so the loop does
 no per-step work it can hoist, without changing a number: without augmentation the model inputs
@@ -86,6 +89,9 @@ class Recipe:
         Random crop after zero padding by ``pad`` pixels, and horizontal flip.
     pad : int
         Padding of the random crop.
+    cnn_width : int
+        Channels of the small CNN's first convolution (the CNN of the shuffled-patch
+        experiment; see :class:`~patchassoc.simulations.engines.vit.models.CNNConfig`).
     """
 
     patch: int = 2
@@ -101,9 +107,11 @@ class Recipe:
     label_smoothing: float = 0.0
     augment: str = "none"
     pad: int = 1
+    cnn_width: int = CNN_WIDTH
 
     def __post_init__(self) -> None:
-        for name in ("patch", "dim", "depth", "heads", "mlp_ratio", "epochs", "batch_size"):
+        for name in ("patch", "dim", "depth", "heads", "mlp_ratio", "epochs", "batch_size",
+                     "cnn_width"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -133,10 +141,15 @@ class Recipe:
                          mlp_ratio=self.mlp_ratio, attention=attention)
 
 
-#: Default recipe per data set. Digits: sized to run in minutes on two CPU cores. CIFAR/SVHN: a
-#: small ViT for 32 x 32 images (4 x 4 patches, an 8 x 8 grid), meant for a GPU.
+#: Default recipe per data set. Digits: sized to run in minutes on two CPU cores. Fashion-MNIST:
+#: the recipe declared in SPEC section 6, claim 6 (4 x 4 patches, a 7 x 7 grid; 2 epochs over the
+#: 60,000 images, sized to the study's budget on two CPU cores). CIFAR/SVHN: a small ViT for
+#: 32 x 32 images (4 x 4 patches, an 8 x 8 grid), meant for a GPU.
 RECIPES: dict[str, Recipe] = {
     "digits": Recipe(),
+    "fashion-mnist": Recipe(patch=4, dim=64, depth=2, heads=4, mlp_ratio=2, epochs=2,
+                            batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=0.2,
+                            label_smoothing=0.0, augment="none", cnn_width=16),
     "cifar10": Recipe(patch=4, dim=192, depth=6, heads=6, mlp_ratio=2, epochs=100,
                       batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=5,
                       label_smoothing=0.1, augment="crop_flip", pad=4),
@@ -164,6 +177,15 @@ def resolve_device(name: str) -> torch.device:
             raise UsageError("--device cuda: no CUDA device is available to PyTorch here")
         return torch.device("cuda")
     raise UsageError(f"unknown device {name!r}; choose cpu or cuda")
+
+
+def _float32_on(device: torch.device) -> None:
+    """Keep float32 arithmetic on a GPU: no TF32 in matrix products or convolutions (cuDNN
+    allows it by default), so a CUDA run differs from the CPU's only by summation order (SPEC
+    section 6, claim 6: the declared CUDA tolerance)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
 
 def prepare(data: ImageData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -360,6 +382,7 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
     if attention not in MODELS:
         raise ValueError(f"attention must be one of {', '.join(MODELS)}; got {attention!r}")
     device = torch.device(device)
+    _float32_on(device)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     x_train, y_train, x_test, y_test = tensors if tensors is not None else prepare(data)
     gh, gw = patch_grid(data.image_shape, recipe.patch)
@@ -374,7 +397,8 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
             raise ValueError("a token permutation applies to ViTs only (shuffle the images)")
         if H != W:
             raise ValueError(f"the CNN needs square images, got {H} x {W}")
-        model = build_cnn(CNNConfig(C, H, data.n_classes, CNN_WIDTH), init_seed).to(device)
+        model = build_cnn(CNNConfig(C, H, data.n_classes, recipe.cnn_width),
+                          init_seed).to(device)
     else:
         cfg = recipe.model_config(D, C * recipe.patch ** 2, data.n_classes, attention)
         model = build_model(cfg, init_seed).to(device)
@@ -448,19 +472,22 @@ class Task:
 
 
 def shuffle_for(data: ImageData, block: int | None, shuffle_seed: int, patch: int
-                ) -> tuple[ImageData, np.ndarray | None, np.ndarray]:
+                ) -> tuple[ImageData, np.ndarray | None, np.ndarray | None]:
     """The images of a shuffled run: (data shuffled with blocks of ``block`` pixels, the block
     permutation sigma, the token permutation tau of ``patch`` x ``patch`` patches). ``block``
-    None, or a block as large as the image, is no shuffle (sigma None, tau the identity)."""
+    None, or a block as large as the image, is no shuffle (sigma None, tau the identity). A
+    block that is not a multiple of ``patch`` cuts through patches: the shuffle is then no
+    permutation of tokens and tau is None (such a block is for the CNN only)."""
     D = int(np.prod(patch_grid(data.image_shape, patch)))
     if block is None:
         return data, None, np.arange(D)
-    block = check_block(data.image_shape, block, patch)
+    block = check_block(data.image_shape, block)
     sigma = block_permutation(data.image_shape, block, shuffle_seed)
     if sigma.size == 1:
         return data, None, np.arange(D)
-    return (data.shuffled(block, sigma), sigma,
-            token_permutation(data.image_shape, block, sigma, patch))
+    tau = (token_permutation(data.image_shape, block, sigma, patch) if block % patch == 0
+           else None)
+    return data.shuffled(block, sigma), sigma, tau
 
 
 def _effective_block(data: ImageData, block: int | None) -> int | None:
@@ -516,7 +543,7 @@ def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device
         if t.model not in MODELS:
             raise ValueError(f"model must be one of {', '.join(MODELS)}; got {t.model!r}")
         if t.block is not None:
-            check_block(data.image_shape, t.block, t.recipe.patch)
+            check_block(data.image_shape, t.block, None if t.model == "cnn" else t.recipe.patch)
     dev = resolve_device(device) if isinstance(device, str) else device
     jobs = max(1, min(jobs, len(unique)))
     bar = progress_bar(sum(t.recipe.epochs for t in unique), f"vit {data.name}",
@@ -653,7 +680,9 @@ def study(data: ImageData, recipe: Recipe, seeds: Sequence[int],
     blocks : sequence of int
         Block sizes of the shuffled-patch experiment (empty: no experiment). A block as large as
         the image means no shuffle; a run identical to one of the comparison (same model, seed,
-        recipe, no shuffle) is trained once.
+        recipe, no shuffle) is trained once. The CNN runs at every block; the ViTs at the blocks
+        that are multiples of the patch side (the others cut through patches, so they are no
+        permutation of tokens).
     shuffle_models : sequence of str
         Models of the experiment (ViT attention kinds and ``"cnn"``).
     shuffle_recipe : Recipe or None
@@ -678,9 +707,10 @@ def study(data: ImageData, recipe: Recipe, seeds: Sequence[int],
             raise UsageError(f"comparison kinds must be ViT attention kinds "
                              f"({', '.join(ATTENTIONS)}); got {k!r}")
     dev = resolve_device(device) if isinstance(device, str) else device
-    blocks = [check_block(data.image_shape, b, recipe.patch) for b in blocks]
+    blocks = [check_block(data.image_shape, b) for b in blocks]
     if len(set(blocks)) != len(blocks):
         raise UsageError(f"--shuffle values must be distinct, got {blocks}")
+    vit_blocks = [b for b in blocks if b % recipe.patch == 0]
     if comparison_block is not None:
         check_block(data.image_shape, comparison_block, recipe.patch)
     s_recipe = recipe if shuffle_recipe is None else shuffle_recipe
@@ -691,10 +721,15 @@ def study(data: ImageData, recipe: Recipe, seeds: Sequence[int],
     for m in s_models:
         if m not in MODELS:
             raise UsageError(f"shuffle models must be among {', '.join(MODELS)}; got {m!r}")
+    if blocks and not vit_blocks and any(m != "cnn" for m in s_models):
+        raise UsageError(f"--shuffle {', '.join(map(str, blocks))}: no block size is a multiple "
+                         f"of the patch size {recipe.patch}, so the ViTs have no shuffle to run "
+                         f"(add the image side, no shuffle)")
     cmp_block = _effective_block(data, comparison_block)
     tasks = [Task(k, s, cmp_block, recipe) for s in seeds for k in kinds]
     tasks += [Task(m, s, _effective_block(data, b), s_recipe)
-              for b in blocks for s in s_seeds for m in s_models]
+              for b in blocks for s in s_seeds for m in s_models
+              if m == "cnn" or b in vit_blocks]
     threads = torch.get_num_threads()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     outcomes = run_tasks(data, tasks, dev, shuffle_seed, jobs, progress, on_done)
@@ -715,33 +750,41 @@ def _shuffle_result(data, recipe, seeds, models, blocks, shuffle_seed, outcomes,
     gh, gw = patch_grid(data.image_shape, recipe.patch)
     D = gh * gw
     vits = [m for m in models if m != "cnn"]
-    acc = np.zeros((len(models), len(blocks), len(seeds)))
-    taus, sigmas = np.zeros((len(blocks), D), dtype=np.int64), []
+    vit_blocks = [b for b in blocks if b % recipe.patch == 0]
+    # a ViT at a block that cuts through patches was not run: NaN, never a number
+    acc = np.full((len(models), len(blocks), len(seeds)), np.nan)
+    taus, sigmas = np.zeros((len(vit_blocks), D), dtype=np.int64), []
     pos, att = None, None
     for j, b in enumerate(blocks):
         _, sigma, tau = shuffle_for(data, b, shuffle_seed, recipe.patch)
-        taus[j] = tau
         sigmas.append(None if sigma is None else sigma.tolist())
         eff = _effective_block(data, b)
         for i, m in enumerate(models):
-            for k, s in enumerate(seeds):
-                acc[i, j, k] = outcomes[Task(m, s, eff, recipe)].accuracy
+            if m == "cnn" or b in vit_blocks:
+                for k, s in enumerate(seeds):
+                    acc[i, j, k] = outcomes[Task(m, s, eff, recipe)].accuracy
+        if b not in vit_blocks:
+            continue
+        jv = vit_blocks.index(b)
+        taus[jv] = tau
         for i, m in enumerate(vits):
             for k, s in enumerate(seeds):
                 o = outcomes[Task(m, s, eff, recipe)]
                 if pos is None:
-                    pos = np.zeros((len(vits), len(blocks), len(seeds)) + o.pos.shape)
-                    att = np.zeros((len(vits), len(blocks), len(seeds)) + o.attention.shape)
-                pos[i, j, k] = o.pos
-                att[i, j, k] = o.attention
+                    pos = np.zeros((len(vits), len(vit_blocks), len(seeds)) + o.pos.shape)
+                    att = np.zeros((len(vits), len(vit_blocks), len(seeds))
+                                   + o.attention.shape)
+                pos[i, jv, k] = o.pos
+                att[i, jv, k] = o.attention
     if pos is None:
-        pos, att = np.zeros((0, len(blocks), len(seeds), D, 1)), np.zeros(
-            (0, len(blocks), len(seeds), 1, 1, D, D))
+        pos, att = np.zeros((0, len(vit_blocks), len(seeds), D, 1)), np.zeros(
+            (0, len(vit_blocks), len(seeds), 1, 1, D, D))
     meta = dict(data=data.name, n_train=int(data.x_train.shape[0]),
                 n_test=int(data.x_test.shape[0]), grid=[gh, gw],
                 image_shape=list(data.image_shape), models=list(models), vit_models=vits,
-                blocks=[int(b) for b in blocks], seeds=list(seeds), recipe=recipe.to_dict(),
-                cnn_width=CNN_WIDTH, shuffle_seed=int(shuffle_seed), block_permutations=sigmas,
+                blocks=[int(b) for b in blocks], vit_blocks=[int(b) for b in vit_blocks],
+                seeds=list(seeds), recipe=recipe.to_dict(), cnn_width=int(recipe.cnn_width),
+                shuffle_seed=int(shuffle_seed), block_permutations=sigmas,
                 wall_s=wall_s, cpu_s=cpu_s)
     return ShuffleResult(meta=meta, accuracy=acc, token_permutation=taus, pos=pos,
                          attention=att)

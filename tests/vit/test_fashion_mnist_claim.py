@@ -1,0 +1,142 @@
+"""Claim 6 on Fashion-MNIST (SPEC section 6): the declared study's floor and preview rule, the
+record naming the data set it was decided on, and ``check --vit DIR`` deciding claim 6 on a
+``patchassoc vit`` folder with the reproduction's digits reading beside it. Summaries are
+written here; nothing is trained."""
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from patchassoc.simulations.runtime.results import write_json  # noqa: E402
+from patchassoc.simulations.studies import claim6_vit, registry  # noqa: E402
+from patchassoc.simulations.engines.vit.training import RECIPES  # noqa: E402
+from patchassoc.theory.config import preset  # noqa: E402
+
+
+def ci(mean, half, n=5):
+    return dict(mean=mean, ci_low=mean - half, ci_high=mean + half, half_width=half, n=n)
+
+
+def summary(data="fashion-mnist", pos=0.88, std=0.885, gap=(-0.005, 0.004), **changes):
+    s = {"data": data, "n_train": 60000 if data == "fashion-mnist" else 1347,
+         "seeds": [0, 1, 2, 3, 4], "recipe": RECIPES.get(data, RECIPES["digits"]).to_dict(),
+         "content": {"accuracy": ci(std, 0.003)},
+         "positional": {"accuracy": ci(pos, 0.003), "attention_distance_per_layer": [2.0, 2.1]},
+         "uniform": {"accuracy": ci(0.86, 0.003)}, "none": {"accuracy": ci(0.84, 0.003)},
+         "gap_positional": ci(*gap), "positional_vs_uniform": ci(0.02, 0.004),
+         "positional_vs_none": ci(0.04, 0.004), "uniform_attention_distance": 3.61}
+    s.update(changes)
+    return s
+
+
+def test_the_declared_study_decides_and_its_floor_is_84_percent():
+    s = summary()
+    assert claim6_vit.preview_reasons(s) == []
+    c = claim6_vit.claim6(s)
+    assert c["passed"] and c["floor"] == 0.84 and c["data"] == "fashion-mnist"
+    assert c["claim"].startswith("decided on Fashion-MNIST:") and "(both >= 84 %)" in c["claim"]
+    low = claim6_vit.claim6(summary(pos=0.835, std=0.838))
+    assert not low["passed"] and "below the floor of 84 %: positional, standard" in low["detail"]
+    assert low["cause"]["code"] == "ii"  # no loss curves: nothing says it was still moving
+    # the same numbers pass the digits' gap rule but not its floor of 93 %
+    assert not claim6_vit.claim6(summary(data="digits"))["passed"]
+    assert claim6_vit.claim6(summary(data="digits"))["claim"].startswith("decided on digits:")
+
+
+def test_a_fail_names_its_cause():
+    falling = summary(pos=0.83, std=0.90)
+    falling["positional"]["train_loss_per_epoch"] = [0.70, 0.50]
+    c = claim6_vit.claim6(falling)
+    assert c["cause"]["code"] == "i" and "positional 0.700 -> 0.500" in c["cause"]["why"]
+    falling["positional"]["train_loss_per_epoch"] = [0.500, 0.499]  # flat: it ended there
+    assert claim6_vit.claim6(falling)["cause"]["code"] == "ii"
+    wide = claim6_vit.claim6(summary(gap=(-0.03, 0.02)))
+    assert wide["cause"]["code"] == "ii" and "[-5.00, -1.00] leaves +-3" in wide["cause"]["why"]
+    assert "cause" not in claim6_vit.claim6(summary())
+
+
+def test_a_smaller_fashion_mnist_run_is_a_preview():
+    s = summary(n_train=6000, seeds=[0, 1], recipe=dict(RECIPES["fashion-mnist"].to_dict(),
+                                                        epochs=1))
+    assert claim6_vit.preview_reasons(s) == ["6000 of 60000 training images",
+                                             "epochs 1 (declared 2)", "2 seeds (declared 5)"]
+    assert claim6_vit.claim6(s)["status"] == "preview"
+
+
+def _reproduction(root, digits_passes=True):
+    """A reproduction folder whose vit step holds a digits summary."""
+    s = summary(data="digits", pos=0.966 if digits_passes else 0.90, std=0.963,
+                gap=(0.0027, 0.009))
+    write_json(root / "vit" / "step.json", {"summary": s})
+    return root
+
+
+def test_check_vit_decides_claim6_on_fashion_mnist_with_the_digits_beside(tmp_path):
+    repro = _reproduction(tmp_path / "repro")
+    write_json(tmp_path / "fm" / "summary.json", summary())
+    plain = registry.check(preset("ref"), 0, repro)
+    six = next(c for c in plain["claims"] if c["id"] == "6")
+    assert six["status"] == "pass" and six["claim"].startswith("decided on digits:")
+    out = registry.check(preset("ref"), 0, repro, vit_dir=tmp_path / "fm")
+    six = [c for c in out["claims"] if c["id"] == "6"]
+    assert len(six) == 1 and six[0]["status"] == "pass"
+    assert six[0]["claim"].startswith("decided on Fashion-MNIST:")
+    assert six[0]["source"] == str(tmp_path / "fm") and six[0]["values"]["data"] == "fashion-mnist"
+    assert six[0]["values"]["beside"]["claim"].startswith("decided on digits:")
+    assert "Beside it (pass): decided on digits:" in six[0]["detail"]
+    # a failing Fashion-MNIST study fails claim 6 even where the digits pass
+    write_json(tmp_path / "fm" / "summary.json", summary(pos=0.80, std=0.81))
+    out = registry.check(preset("ref"), 0, repro, vit_dir=tmp_path / "fm")
+    assert "6" in out["failed"] and out["exit_status"] == 1
+    six = next(c for c in out["claims"] if c["id"] == "6")
+    assert six["cause"]["code"] == "ii" and "below the floor of 84 %" in six["cause"]["why"]
+
+
+def test_a_folder_without_a_declared_study_gives_a_preview(tmp_path):
+    write_json(tmp_path / "c" / "summary.json", summary(data="cifar10"))
+    rec = claim6_vit.decide(None, tmp_path / "c")
+    assert rec["status"] == "preview" and "cifar10 has no declared study" in rec["detail"]
+
+
+def test_check_vit_with_a_bad_folder_is_one_line_and_status_2(tmp_path, capsys):
+    from patchassoc.cli.main import main
+
+    repro = _reproduction(tmp_path / "repro")
+    args = ["check", "--from", str(repro), "--quiet", "--out", str(tmp_path / "o"), "--vit"]
+    assert main([*args, str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no `patchassoc vit` result in" in err[0]
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "summary.json").write_text("{not json")
+    assert main([*args, str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path / "bad" / "summary.json") in err[0]
+    write_json(tmp_path / "fm" / "summary.json", summary())
+    assert main([*args, str(tmp_path / "fm"), "--json"]) == 1  # other claims not run
+    s = json.loads(capsys.readouterr().out)
+    six = next(c for c in s["claims"] if c["id"] == "6")
+    assert six["status"] == "pass" and "Fashion-MNIST" in six["claim"]
+
+
+def test_a_summary_saved_without_loss_curves_gets_them_from_its_arrays(tmp_path):
+    import numpy as np
+
+    from patchassoc.simulations.engines.vit.comparison import ViTResult
+
+    rng = np.random.default_rng(0)
+    loss = rng.uniform(0.3, 0.9, size=(2, 5, 2))
+    res = ViTResult(meta=dict(data="fashion-mnist", kinds=["content", "positional"],
+                              seeds=[0, 1, 2, 3, 4], grid=[2, 2], permuted=False, n_train=60000,
+                              n_test=10000),
+                    accuracy=rng.uniform(0.8, 0.9, size=(2, 5)), train_loss=loss,
+                    attention=rng.dirichlet(np.ones(4), size=(2, 5, 1, 1, 4)),
+                    permutation=np.arange(4))
+    res.save(tmp_path)
+    s = summary()
+    write_json(tmp_path / "summary.json", s)  # no train_loss_per_epoch in it
+    back = claim6_vit.folder_summary(tmp_path)
+    np.testing.assert_allclose(back["positional"]["train_loss_per_epoch"], loss[1].mean(axis=0),
+                               rtol=1e-15)
+    np.testing.assert_allclose(res.summary()["content"]["train_loss_per_epoch"],
+                               loss[0].mean(axis=0), rtol=1e-15)
