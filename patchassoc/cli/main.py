@@ -42,11 +42,11 @@ from typing import Any, Sequence
 
 try:  # Ctrl-C while the command line loads (numpy and the commands, about half a second)
     from patchassoc.theory.config import PRESETS, Config, parse_override, preset
-    from patchassoc.cli import (main_association, main_bench, main_check, main_grid,
-                                main_lemmas, main_locality, main_paper_figures, main_population,
-                                main_population_eval, main_reproduce, main_scaling, main_seeds,
-                                main_solutions, main_train, main_transfer, main_vit)
-    from patchassoc.cli import main_data
+    from patchassoc.cli import (main_association, main_bench, main_check, main_data,
+                                main_grid, main_lemmas, main_locality, main_paper_figures,
+                                main_population, main_population_eval, main_reproduce,
+                                main_scaling, main_seeds, main_solutions, main_train,
+                                main_transfer, main_vit)
 
     from patchassoc.cli.options import nonneg_int, out_path
     from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
