@@ -153,15 +153,21 @@ def test_a_label_out_of_range_is_refused(small, monkeypatch, tmp_path):
         fm.read_fashion_mnist(tmp_path / "src")
 
 
-def _stand_ins(tmp_path, payload, apt_status=0):
+def _stand_ins(tmp_path, payload, apt_status=0, lists=True):
     """Executable stand-ins: apt-get copies a .deb here, dpkg-deb -x unpacks ``payload`` (a
-    folder of files) where Debian's package puts them."""
+    folder of files) where Debian's package puts them. Without ``lists`` the download fails
+    until ``apt-get update`` has run (a fresh machine)."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     deb = tmp_path / "dataset-fashion-mnist_1_all.deb"
     deb.write_bytes(b"!<arch>\n")
+    marker = tmp_path / "lists-updated"
+    if lists:
+        marker.touch()
     apt = bin_ / "apt-get"
-    apt.write_text(f"#!/bin/sh\n[ \"$1 $2\" = 'download dataset-fashion-mnist' ] || exit 3\n"
+    apt.write_text(f"#!/bin/sh\n[ \"$1\" = update ] && {{ touch '{marker}'; exit 0; }}\n"
+                   f"[ \"$1 $2\" = 'download dataset-fashion-mnist' ] || exit 3\n"
+                   f"[ -e '{marker}' ] || {{ echo 'E: Unable to locate package' >&2; exit 100; }}\n"
                    f"[ {apt_status} -eq 0 ] || {{ echo 'E: Unable to locate package' >&2; "
                    f"exit {apt_status}; }}\ncp '{deb}' .\n")
     dpkg = bin_ / "dpkg-deb"
@@ -189,6 +195,15 @@ def test_fetch_downloads_extracts_checks_and_moves_the_files_into_place(small, t
     assert fm.read_fashion_mnist()[0].shape == (6, 28, 28, 1)
 
 
+def test_fetch_on_a_fresh_machine_updates_the_lists_once_then_downloads(small, tmp_path):
+    apt, dpkg = _stand_ins(tmp_path, tmp_path / "src", lists=False)
+    with pytest.raises(UsageError, match="Unable to locate package"):
+        fm.fetch(tmp_path / "dest", apt_get=apt, dpkg_deb=dpkg, update=False)
+    assert not (tmp_path / "lists-updated").exists()
+    out = fm.fetch(tmp_path / "dest", apt_get=apt, dpkg_deb=dpkg, update=True)
+    assert out["how"] == "fetched" and (tmp_path / "lists-updated").exists()
+
+
 def test_fetch_refuses_a_corrupt_package_and_moves_nothing(small, tmp_path):
     bad = tmp_path / "src" / "train-labels-idx1-ubyte.gz"
     raw = bytearray(gzip.decompress(bad.read_bytes()))
@@ -211,7 +226,7 @@ def test_fetch_says_in_one_line_when_it_cannot_and_names_the_files(small, tmp_pa
     if which == "missing":
         apt = str(tmp_path / "no-such-apt-get")
     with pytest.raises(UsageError) as info:
-        fm.fetch(tmp_path / "dest", apt_get=apt, dpkg_deb=dpkg)
+        fm.fetch(tmp_path / "dest", apt_get=apt, dpkg_deb=dpkg, update=True)
     text = one_line(info)
     assert message in text and "train-images-idx3-ubyte.gz" in text and "--data-dir" in text
 

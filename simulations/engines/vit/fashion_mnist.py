@@ -272,7 +272,22 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
                          f"{_hand_placed_hint()}")
 
 
-def fetch(dest=None, apt_get: str = "apt-get", dpkg_deb: str = "dpkg-deb") -> dict:
+def _download(apt_get: str, work: Path, update: bool) -> None:
+    """``apt-get download`` into ``work``; when it fails and ``update`` (as root), the package
+    lists are refreshed once (``apt-get update``: a fresh machine may hold none, or stale ones)
+    and the download is tried again."""
+    what = f"`{apt_get} download {DEBIAN_PACKAGE}`"
+    try:
+        _run([apt_get, "download", DEBIAN_PACKAGE], work, what)
+    except UsageError:
+        if not update:
+            raise
+        _run([apt_get, "update", "-qq"], work, f"`{apt_get} update`")
+        _run([apt_get, "download", DEBIAN_PACKAGE], work, what + " (after apt-get update)")
+
+
+def fetch(dest=None, apt_get: str = "apt-get", dpkg_deb: str = "dpkg-deb",
+          update: bool | None = None) -> dict:
     """Make the four checked files available and say where they are.
 
     Looks for them first (``dest`` when given; otherwise Debian's folder and the cache); when
@@ -286,6 +301,9 @@ def fetch(dest=None, apt_get: str = "apt-get", dpkg_deb: str = "dpkg-deb") -> di
         Where to put the files (``dest/fashion-mnist/``); None: the cache (:func:`cache_dir`).
     apt_get, dpkg_deb : str
         The Debian tools to call (tests pass stand-ins).
+    update : bool or None
+        When the download fails, refresh the package lists (``apt-get update``) and try once
+        more; None (default): only when running as root, the one user who may.
 
     Returns
     -------
@@ -313,8 +331,7 @@ def fetch(dest=None, apt_get: str = "apt-get", dpkg_deb: str = "dpkg-deb") -> di
         raise UsageError(f"cannot write to {target} ({exc.strerror or exc}); choose another "
                          f"folder with --dir") from exc
     try:
-        _run([apt_get, "download", DEBIAN_PACKAGE], work, f"`{apt_get} download "
-             f"{DEBIAN_PACKAGE}`")
+        _download(apt_get, work, os.geteuid() == 0 if update is None else bool(update))
         debs = sorted(work.glob(f"{DEBIAN_PACKAGE}_*.deb"))
         if not debs:
             raise UsageError(f"cannot fetch Fashion-MNIST: `{apt_get} download` left no .deb; "
