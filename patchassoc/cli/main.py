@@ -30,6 +30,7 @@ from patchassoc.cli import (main_association, main_bench, main_check, main_grid,
                             main_locality, main_paper_figures, main_population,
                             main_population_eval, main_reproduce, main_scaling, main_seeds,
                             main_solutions, main_train, main_transfer, main_vit)
+from patchassoc.cli import main_robustness
 
 from patchassoc.cli.options import nonneg_int
 from patchassoc.simulations.runtime.errors import UsageError
@@ -40,7 +41,8 @@ __all__ = ["main", "Context", "COMMANDS", "build_parser"]
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = (main_train, main_locality, main_reproduce, main_population, main_population_eval,
             main_lemmas, main_solutions, main_check, main_bench, main_vit, main_transfer,
-            main_association, main_grid, main_seeds, main_paper_figures, main_scaling)
+            main_association, main_grid, main_seeds, main_paper_figures, main_scaling,
+            main_robustness)
 
 DEFAULT_OUT = Path("patchassoc-out")
 

@@ -66,6 +66,11 @@ class Study:
         steps compiling the same family do not start side by side.
     figures : tuple of str
         The figures (file stems) drawn from its outcome.
+    table : callable, optional
+        ``table(root) -> dict | None``: a table a study without a claim of its own reports
+        beside the claims (``patchassoc check --from`` prints it), read from a reproduction
+        folder ``root``: ``title``, ``columns``, ``rows`` (each ``variant`` and ``cells``, a
+        cell ``verdict`` and ``key``), ``notes``; ``None`` when the study did not run there.
     """
 
     name: str
@@ -78,6 +83,7 @@ class Study:
     cost: float = 0.0
     kernels: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
+    table: Callable[[Path], dict | None] | None = None
 
     def __post_init__(self) -> None:
         if (self.claim is None) != (self.verdict is None):
