@@ -19,9 +19,11 @@ SPEC section 6 (robustness).
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from patchassoc.figures.style import COLORS, new_figure, save_figure
 
@@ -70,24 +72,27 @@ def plot(summary: dict, axes=None):
     for yi, row in zip(y, rows):
         ok, bad, cens, med = _times(row, horizon)
         jitter = np.linspace(-0.18, 0.18, max(1, len(ok) + len(bad)))
-        ax_t.scatter(ok, yi + jitter[:len(ok)], s=14, color=COLORS["green"], alpha=0.8, lw=0,
-                     label="passes claim 1" if yi == y[0] else None)
+        ax_t.scatter(ok, yi + jitter[:len(ok)], s=14, color=COLORS["green"], alpha=0.8, lw=0)
         ax_t.scatter(bad, yi + jitter[len(ok):len(ok) + len(bad)], s=22, marker="x",
-                     color=COLORS["vermillion"], label="fails" if yi == y[0] else None)
+                     color=COLORS["vermillion"])
         if cens:
-            ax_t.scatter([horizon] * len(cens), [yi] * len(cens), s=36, marker=">",
-                         color=COLORS["vermillion"], label="censored (> horizon)"
-                         if yi == y[0] else None)
+            ax_t.scatter([horizon], [yi], s=36, marker=">", color=COLORS["vermillion"])
             ax_t.annotate(f"{len(cens)}", (horizon, yi), xytext=(6, -3),
                           textcoords="offset points", fontsize=7, color=COLORS["vermillion"])
         if med is not None:
-            ax_t.plot([med, med], [yi - 0.3, yi + 0.3], color="black", lw=2.0,
-                      label="median" if yi == y[0] else None)
+            ax_t.plot([med, med], [yi - 0.3, yi + 0.3], color="black", lw=2.0)
         if row["tag"] == "ref":
             ref_med = med
     if ref_med is not None:
-        ax_t.axvline(ref_med, color="black", lw=0.8, ls="--", alpha=0.6,
-                     label="reference's median")
+        ax_t.axvline(ref_med, color="black", lw=0.8, ls="--", alpha=0.6)
+    handles = [Line2D([], [], ls="", marker="o", ms=4, color=COLORS["green"],
+                      label="point passes claim 1"),
+               Line2D([], [], ls="", marker="x", ms=5, color=COLORS["vermillion"],
+                      label="point fails"),
+               Line2D([], [], ls="", marker=">", ms=6, color=COLORS["vermillion"],
+                      label="censored (> horizon): count"),
+               Line2D([], [], color="black", lw=2.0, label="median"),
+               Line2D([], [], color="black", lw=0.8, ls="--", label="reference's median")]
     ax_t.set_xscale("log")
     ax_t.set_yticks(y)
     ax_t.set_yticklabels([r["name"] for r in rows])
@@ -100,7 +105,8 @@ def plot(summary: dict, axes=None):
     ax_t.set_xlabel("time to error <= 1.3 x Bayes + bound along the flow (GD steps)")
     npts = summary.get("n_points")
     ax_t.set_title(f"claim 1: the flow at each of {npts} points, read at t = {horizon:.0e}")
-    ax_t.legend(loc="lower left", fontsize=7, ncol=2)
+    ax_t.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.5 / n),
+                fontsize=7, ncol=3)
 
     cols = summary["table"]["columns"]
     ax_v.set_xlim(0, len(cols))
@@ -109,12 +115,11 @@ def plot(summary: dict, axes=None):
         for j, cell in enumerate(trow["cells"]):
             kind = _kind(cell["verdict"])
             ax_v.add_patch(_rect(j, yi, CELL_COLORS[kind], 0.45 if kind != "other" else 1.0))
-            key = cell["key"]
-            if len(key) > 44:
-                key = key[:43] + "..."
-            ax_v.text(j + 0.5, yi + 0.12, cell["verdict"], ha="center", va="center", fontsize=7.5,
+            key = "\n".join(textwrap.wrap(cell["key"], 46)[:2])
+            ax_v.text(j + 0.5, yi + 0.18, cell["verdict"], ha="center", va="center", fontsize=7.5,
                       weight="bold")
-            ax_v.text(j + 0.5, yi - 0.2, key, ha="center", va="center", fontsize=6)
+            ax_v.text(j + 0.5, yi - 0.17, key, ha="center", va="center", fontsize=5.8,
+                      linespacing=1.0)
     ax_v.set_xticks(np.arange(len(cols)) + 0.5)
     ax_v.set_xticklabels(cols, fontsize=8)
     ax_v.xaxis.tick_top()

@@ -73,6 +73,12 @@ def compute(out: Path, *, mode: str = "full", base: str = "ref", seed: int = 0,
     res = run_study(task, every, out / "cells", jobs=jobs, dask=dask, progress=progress)
     recs = res["records"]
     reasons = _preview_reasons(mode, base, int(seed), t_max, sample)
+    # a cell interrupted mid-run is not stored and is never read as a result
+    broken = [c.key for c in every if c.key not in recs
+              or str(recs[c.key].get("status", "")).startswith("interrupted")]
+    if broken:
+        reasons.append(f"{len(set(broken))} cells missing or interrupted")
+    recs = {k: r for k, r in recs.items() if k not in broken}
 
     def got(cells):
         return [recs[c.key] for c in cells if c.key in recs]
@@ -123,15 +129,17 @@ def markdown_table(tab: dict) -> str:
         lines.append(f"| {r['variant']} | " + " | ".join(
             f"**{c['verdict']}**" + (f": {c['key']}" if c["key"] else "") for c in r["cells"])
             + " |")
-    return "\n".join(lines + [""] + [f"{n}" for n in tab.get("notes", [])])
+    return "\n".join(lines + [""] + [f"- {n}" for n in tab.get("notes", [])])
 
 
 def readings(s: dict) -> dict[str, str]:
     """The report's reading of the robustness figure: the headline, then the table."""
     if not s.get("variants"):
         return {}
+    # a reduced mode says so in its headline; a full run can be a preview for other reasons
     lead = ("A preview of the robustness study, which decides nothing ("
-            + "; ".join(s.get("preview_reasons") or []) + "). " if s.get("preview") else "")
+            + "; ".join(s.get("preview_reasons") or []) + "). "
+            if s.get("preview") and s.get("mode") == "full" else "")
     return {"robustness_table": lead + s["reading"] + "\n\n" + markdown_table(s["table"])}
 
 
