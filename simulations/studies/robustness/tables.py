@@ -139,7 +139,15 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
             cause = _cause("iii", f"identity and uniform attention pass the rule (exponents "
                                   f"{_exps(tests['identity'])})")
         elif unsettled:
-            cause = _cause("i", "; ".join(_unsettled_text(r) for r in unsettled))
+            why = "; ".join(_unsettled_text(r) for r in unsettled)
+            # the rule names (i) first; a flow settled at another limit is said beside it
+            stuck = [r for r in recs if r.get("settled") and r.get("limit") != "association"]
+            if stuck:
+                why += "; besides, settled at a limit other than association: " + ", ".join(
+                    f"d = {r['d']} ({r['limit']}, alpha "
+                    f"{_fmt((r.get('horizon') or {}).get('alpha'), '.3g')}, error "
+                    f"{_fmt(r['error_high'] / r['bayes'], '.3g')} x Bayes)" for r in stuck)
+            cause = _cause("i", why)
         else:
             ex = tests["flow"]
             cause = _cause("ii", f"every flow settled (classes "
