@@ -266,6 +266,7 @@ def test_the_table_and_its_reading_are_built_from_the_numbers():
     assert "Claim 7 holds for every variant" in text
     assert "stays uniform (largest move of a, b, c along its flows: 0)" in text
     assert "the ratio changes the path, not the limit" in text
+    assert "the sign of alpha0 and the diagonal change the path, not the limit" in text
     # a variant that fails claim 1 at a limit: named with its cause; a stalled start is named
     bad = _points(fail=41, cls="converged", eob=27.0, alpha=1e-8, alpha0=-2e-4, move=0.5)
     rows = _rows(**{"p3-nu0": (bad, None, [_seed(s, passed=s != 0, alpha=1e-9 if s == 0
@@ -280,7 +281,7 @@ def test_the_table_and_its_reading_are_built_from_the_numbers():
     # a limit that moves with the step-size ratio is said so
     moved = _points(alpha=1.3)
     text = R.headline(_rows(etaQ5=(moved, None, None)))
-    assert "0 of 41 points for eta_Q = 5" in text and "depends on the ratio" in text
+    assert "0 of 41 points for eta_Q = 5" in text and "the ratio changes the limit too" in text
     # a control that associates makes the table untrustworthy, in words
     rows = _rows(kappa0=(_points(), _family(), None))
     assert "does NOT behave as it must" in R.headline(rows)

@@ -92,6 +92,8 @@ def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
         "starts_negative": sum(1 for r in recs if r.get("alpha0", 0.0) < 0),
         "stalled": sum(1 for a in alpha_h if _stalled(a)),
         "variant_out_of_regime": sum(1 for r in recs if not r.get("variant_in_regime", True)),
+        "failures_out_of_regime": sum(1 for r in recs if not r["passed"]
+                                      and not r.get("variant_in_regime", True)),
         "same_limit": sum(1 for x in same if x), "same_limit_of": sum(1 for x in same
                                                                       if x is not None),
         "time_ratio_median": _median(ratios),
@@ -299,9 +301,35 @@ def _names(rows) -> str:
 
 
 def _fails_text(rows, claim: str) -> str:
-    return "; ".join(f"{r['name']} (cause ({r[claim]['cause']['code']}) "
-                     f"{r[claim]['cause']['text']}: {r[claim]['cause']['why']})"
-                     if r[claim].get("cause") else r["name"] for r in rows)
+    def one(r):
+        c = r[claim]
+        text = r["name"] + (f" (cause ({c['cause']['code']}) {c['cause']['text']}: "
+                            f"{c['cause']['why']})" if c.get("cause") else "")
+        out = c.get("failures_out_of_regime")
+        if out:
+            text += (f" - {out} of its {len(c.get('failures') or [])} failing points have the "
+                     f"variant's q > 0.5, outside the paper's sparse regime")
+        return text
+    return "; ".join(one(r) for r in rows)
+
+
+def _limit_text(rows, lead: str, what: str, ref_max: float | None = None) -> str:
+    """Whether the flow's limit is the reference's (:func:`same_limit`) for rows that change
+    only the path, with their times to 1.3 x Bayes against the reference's."""
+    rows = [r for r in rows if r["claim1"].get("same_limit_of")]
+    if not rows:
+        return ""
+    same = all(r["claim1"]["same_limit"] == r["claim1"]["same_limit_of"] for r in rows)
+    return (f"{lead} (the reference's slowest point reaches 1.3 x Bayes at {_tsec(ref_max)}): "
+            f"the flow's limit (class and alpha at the horizon) is the reference's at "
+            + ", ".join(f"{r['claim1']['same_limit']} of {r['claim1']['same_limit_of']} points "
+                        f"for {r['name']} (time to 1.3 x Bayes "
+                        f"{_tsec(r['claim1'].get('time_ratio_median'))} x the reference's, "
+                        f"median; slowest point "
+                        f"{_tsec((r['claim1'].get('time_to_error') or {}).get('max'))})"
+                        for r in rows)
+            + (f": {what} the path, not the limit." if same else
+               f"; elsewhere the limit moves: {what} the limit too."))
 
 
 def headline(rows: Sequence[dict], preview: bool = False) -> str:
@@ -359,17 +387,14 @@ def headline(rows: Sequence[dict], preview: bool = False) -> str:
                      + "".join(f"; {r['name']} {r['claim2']['n_passed']}/5" for r in c2
                                if r is not ref and r["claim2"]["n_passed"]
                                != ref["claim2"]["n_passed"]) + ".")
-    steps = [r for r in main if r["group"] == "step sizes"
-             and r["claim1"].get("same_limit_of")]
-    if steps:
-        same = all(r["claim1"]["same_limit"] == r["claim1"]["same_limit_of"] for r in steps)
-        parts.append("Step-size ratio: the flow's limit (class and alpha at the horizon) is the "
-                     "reference's at " + ", ".join(
-                         f"{r['claim1']['same_limit']} of {r['claim1']['same_limit_of']} points "
-                         f"for {r['name']} (time to 1.3 x Bayes {_tsec(r['claim1'].get('time_ratio_median'))}"
-                         f" x the reference's, median)" for r in steps)
-                     + (": the ratio changes the path, not the limit." if same else
-                        ": the limit depends on the ratio at the other points."))
+    ref_max = (ref["claim1"].get("time_to_error") or {}).get("max") if ref else None
+    for groups, lead, what in ((("step sizes",), "Step-size ratio", "the ratio changes"),
+                               (("start", "diagonal"), "Start and diagonal",
+                                "the start's scale, the sign of alpha0 and the diagonal "
+                                "change")):
+        text = _limit_text([r for r in main if r["group"] in groups], lead, what, ref_max)
+        if text:
+            parts.append(text)
     stalled = [r for r in rows if any((r[k].get("stalled") or 0) for k in
                                       ("claim1", "claim2", "claim7"))]
     for r in stalled:
