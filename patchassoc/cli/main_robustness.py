@@ -15,7 +15,9 @@ cluster. ``--quick`` runs claim 1's reference point (4, 4, 256) for every row: a
 verdict. ``--json`` holds every variant with its readings (``variants[*].claim1``: pass fraction,
 limit classes, median time to 1.3 x Bayes, the limit against the reference's; ``claim7``:
 exponents and rise; ``claim2``: pass count and times), the table and the reading. A run whose
-``--preset``, ``--set`` or ``--seed`` is not the reference's is a preview.
+``--preset``, ``--set`` or ``--seed`` is not the reference's is a preview. ``check --from DIR``
+prints the table of ``DIR/robustness/robustness.json``: ``--out DIR/robustness`` puts the full
+study there, in place of a reproduction's preview.
 
 References
 ----------
