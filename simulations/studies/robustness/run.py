@@ -20,7 +20,6 @@ from pathlib import Path
 
 from patchassoc.theory.config import Config, preset
 from patchassoc.simulations.engines.population.flow import T_MAX
-from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies import claim2_seeds
 from patchassoc.simulations.studies.robustness.runs import (RobustnessTask, cells_of,
