@@ -16,6 +16,7 @@ from patchassoc.figures import (attention_maps, convergence, flow_dynamics, gaus
                                 paper_fig3, paper_fig4, population_dynamics, scaling_dynamics,
                                 scaling_error, scaling_sampled, seeds_horizon, solutions_lambda,
                                 training_curves, transfer, vit_attention, vit_shuffle)
+from patchassoc.figures import robustness_table
 from patchassoc.simulations.runtime.results import read_json, write_json
 
 __all__ = ["DRAWERS", "draw"]
@@ -94,6 +95,10 @@ def _scaling(out, folder: Path) -> list:
     return [p for p in paths if str(p).endswith(".png")]
 
 
+def _robustness(out, folder: Path) -> list:
+    return robustness_table.save(out.summary, folder) if out.summary.get("variants") else []
+
+
 #: study name -> drawer(outcome, folder) -> paths of the files written
 DRAWERS: dict[str, Callable] = {
     "train": _train,
@@ -109,6 +114,7 @@ DRAWERS: dict[str, Callable] = {
     "transfer": _transfer,
     "vit": _vit,
     "scaling": _scaling,
+    "robustness": _robustness,
 }
 
 

@@ -33,7 +33,7 @@ NAME = "check"
 HELP = ("check the claims of SPEC section 6 (from a reproduction folder with --from, or the "
         "cheap ones now) and print claim | measured | threshold | pass")
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render", "render_table"]
 
 
 def add_arguments(parser) -> None:
@@ -64,6 +64,29 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(str(text), width) or [""]
 
 
+def render_table(tab: dict, width: int = 34) -> list[str]:
+    """A study's table (``Study.table``) as aligned text: a row per variant, a column per claim,
+    each cell its verdict and key number (wrapped); its reading and notes under it."""
+    first = max([len("variant")] + [len(r["variant"]) for r in tab["rows"]])
+    widths = (first, *([width] * len(tab["columns"])))
+    lines = [tab["title"] + (" - PREVIEW: " + "; ".join(tab.get("preview_reasons") or [])
+                             if tab.get("preview") else "")]
+    lines += ["  ".join(h.ljust(w) for h, w in zip(("variant", *tab["columns"]), widths)),
+              "-" * (sum(widths) + 2 * (len(widths) - 1))]
+    for r in tab["rows"]:
+        cols = [[r["variant"]]] + [_wrap(f"{c['verdict']}" + (f": {c['key']}" if c["key"]
+                                                               else ""), width)
+                                   for c in r["cells"]]
+        for k in range(max(len(c) for c in cols)):
+            lines.append("  ".join((col[k] if k < len(col) else "").ljust(w)
+                                   for col, w in zip(cols, widths)).rstrip())
+    for text in ([tab["reading"]] if tab.get("reading") else []) + list(tab.get("notes") or []):
+        lines += _wrap(text, sum(widths))
+    if tab.get("source"):
+        lines.append(f"source: {tab['source']}")
+    return lines
+
+
 def render(summary: dict) -> str:
     """An aligned table: claim | measured | threshold | pass (cells wrapped), a failing claim's
     cause under it, then details."""
@@ -91,6 +114,8 @@ def render(summary: dict) -> str:
     for c in summary["claims"]:
         extra = f" ({c['detail']})" if c.get("detail") else ""
         lines.append(f"claim {c['id']}: source {c['source']}{extra}")
+    for tab in summary.get("tables") or []:
+        lines += ["", *render_table(tab)]
     verdict = "all claims passed" if summary["all_passed"] else (
         f"failed: {', '.join(summary['failed']) or 'none'}; not run: "
         f"{', '.join(summary['not_run']) or 'none'}; preview (no verdict): "

@@ -86,7 +86,7 @@ __all__ = ["GridCell", "GridTask", "PROTOCOL", "MAX_STEPS", "CHECK_EVERY", "DS",
            "MAX_D", "QUICK_MAX_D", "EXTENDED_MAX_D", "T_MAX", "BAYES_FACTOR", "REGIME_Q",
            "REGIME_L", "PASS_FRACTION", "SHARE_LEVEL", "REFERENCE", "LIMIT_ORDER", "FALLING",
            "grid_cells",
-           "cell_config", "run_cell", "run_point", "point_verdict", "run_grid", "grid_summary",
+           "cell_config", "run_cell", "run_point", "horizon_record", "point_verdict", "run_grid", "grid_summary",
            "grid_cause", "in_regime", "CLAIM", "claim1", "claim1_point", "compute", "reproduce",
            "verdict", "readings", "STUDY"]
 
@@ -302,9 +302,43 @@ def run_point(task: GridTask, cell: GridCell) -> dict:
     f0, fc0 = time.perf_counter(), time.process_time()
     res = run_flow(cfg, task.seed, t_max=task.t_max)
     raise_if_interrupted(res.trajectory.status, f"cell {cell.key}: flow")
-    tr, bayes = res.trajectory, res.bayes_error
+    rec = horizon_record(cfg, res.trajectory, res.bayes_error, task.t_max,
+                         seconds=time.perf_counter() - f0, cpu_seconds=time.process_time() - fc0)
+    both = _flow_both(res.trajectory, res.bayes_error)
+    b = budget or {}
+    compare = {"rule": "Def. 2.2 in every row and error <= 1.3 x Bayes + bound",
+               "gd_steps": b["steps"] if b.get("passed") else None,
+               "gd_censored": (not b["passed"]) if b else None, "gd_budget": task.max_steps,
+               "gd_check_every": task.check_every,
+               "flow_first": both["first"], "flow_for_good": both["for_good"]["time"],
+               "flow_censored": both["for_good"]["censored"]}
+    rec.update(budget=budget, compare=compare, seconds=time.perf_counter() - t0,
+               cpu_seconds=time.process_time() - c0, fingerprint=task.fingerprint())
+    return rec
+
+
+def horizon_record(cfg: Config, tr, bayes: float, t_max: float, *, seconds: float = 0.0,
+                   cpu_seconds: float = 0.0) -> dict:
+    """A point's flow read by claim 1's horizon rule (SPEC section 6): the part of
+    :func:`run_point`'s record that the flow decides, for any configuration and start (the
+    robustness study reads its variants' flows with it).
+
+    Parameters
+    ----------
+    cfg : the point's configuration.
+    tr : its :class:`~patchassoc.simulations.engines.population.flow.FlowTrajectory`.
+    bayes : its Bayes error.
+    t_max : the declared horizon (a flow that stopped before it has not reached it).
+    seconds, cpu_seconds : the flow's cost, kept in ``flow``.
+
+    Returns
+    -------
+    dict
+        ``L``, ``C``, ``d``, ``D``, ``q``, ``kappa``, ``in_regime`` (at ``cfg``'s q),
+        ``bayes_error``, ``passed``, ``verdict``, ``limit_class``, ``limit``, ``times``,
+        ``horizon``, ``trend``, ``flow`` and ``status`` (module notes, :func:`run_point`).
+    """
     reading = flow_reading(tr, bayes, eps=1.0 - SHARE_LEVEL)
-    flow_seconds, flow_cpu = time.perf_counter() - f0, time.process_time() - fc0
     h = reading["horizon"]
     horizon = {"t": h["t"], "topc_rows": h["topc_rows"], "D": cfg.D, "topc": h["topc"],
                "error": h["error"], "bound": h["bound"],
@@ -314,29 +348,18 @@ def run_point(task: GridTask, cell: GridCell) -> dict:
                "gap_bc": h["gap_bc"], "risk": h["risk"], "speed": h["speed"]}
     limit = reading["limit"]
     status = str(reading["status"])
-    reached = status == "ok" and tr.t.size > 0 and float(tr.t[-1]) >= task.t_max
+    reached = status == "ok" and tr.t.size > 0 and float(tr.t[-1]) >= t_max
     test = point_verdict(horizon, limit["class"], bayes, reached)
-    both = _flow_both(tr, bayes)
-    b = budget or {}
-    compare = {"rule": "Def. 2.2 in every row and error <= 1.3 x Bayes + bound",
-               "gd_steps": b["steps"] if b.get("passed") else None,
-               "gd_censored": (not b["passed"]) if b else None, "gd_budget": task.max_steps,
-               "gd_check_every": task.check_every,
-               "flow_first": both["first"], "flow_for_good": both["for_good"]["time"],
-               "flow_censored": both["for_good"]["censored"]}
     flow = {k: reading.get(k) for k in ("status", "t_max", "t_reached", "evaluations",
                                         "solver_steps", "records", "records_past_horizon",
                                         "complete", "max_rel_bound", "rel_bound_rule",
                                         "max_bound", "solver")}
-    flow.update(reached=bool(reached), seconds=flow_seconds, cpu_seconds=flow_cpu)
-    return {"L": cfg.L, "C": cfg.C, "d": cell.d, "D": cfg.D, "q": cfg.q, "kappa": cfg.kappa,
+    flow.update(reached=bool(reached), seconds=float(seconds), cpu_seconds=float(cpu_seconds))
+    return {"L": cfg.L, "C": cfg.C, "d": cfg.d, "D": cfg.D, "q": cfg.q, "kappa": cfg.kappa,
             "in_regime": in_regime(cfg.L, cfg.q), "bayes_error": bayes,
             "passed": test["passed"], "verdict": test, "limit_class": limit["class"],
             "limit": limit, "times": reading["times"], "horizon": horizon,
-            "trend": _decade_trend(tr, bayes), "flow": flow, "budget": budget,
-            "compare": compare, "status": status,
-            "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
-            "fingerprint": task.fingerprint()}
+            "trend": _decade_trend(tr, bayes), "flow": flow, "status": status}
 
 
 def _matches(rec: dict, cell: GridCell) -> bool:

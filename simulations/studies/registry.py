@@ -23,6 +23,7 @@ from patchassoc.simulations.studies import (claim1_grid, claim2_seeds, claim3_so
                                             sampled_convergence, sampled_training,
                                             spatial_locality)
 from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_transfer
+from patchassoc.simulations.studies.robustness import run as robustness
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, is_quick, not_run, record,
@@ -56,7 +57,7 @@ STUDIES: tuple[Study, ...] = (
     sampled_training.TRAIN, sampled_training.TRAIN_GRAM, spatial_locality.STUDY,
     population_run.STUDY, population_run.FLOW, sampled_convergence.STUDY, claim1_grid.STUDY, claim2_seeds.STUDY,
     paper_settings.STUDY, claim4_lemmas.STUDY, claim3_solutions.STUDY, claim5_transfer.STUDY,
-    claim7_scaling.STUDY, claim6_vit.STUDY, CHECK)
+    claim7_scaling.STUDY, claim6_vit.STUDY, robustness.STUDY, CHECK)
 
 
 def by_name(name: str) -> Study:
@@ -150,14 +151,19 @@ def check(config, seed: int, from_dir: Path | None = None, *, train: bool = True
     """The claims (from ``from_dir`` or computed now) and their summary. ``quick`` (with
     ``from_dir``; default: read from the folder) makes every claim a preview. ``vit_dir``, a
     ``patchassoc vit`` folder (the Fashion-MNIST study), decides claim 6 on its data set, the
-    reproduction's reading beside it (:func:`claim6_vit.decide`)."""
+    reproduction's reading beside it (:func:`claim6_vit.decide`). With ``from_dir``, ``tables``
+    holds the tables the studies without a claim report there (``Study.table``)."""
+    tables = []
     if from_dir is not None:
         claims = collect_from(from_dir, quick=quick)
         strict = True
+        tables = [t for t in (s.table(Path(from_dir)) for s in STUDIES if s.table)
+                  if t is not None]
     else:
         claims = collect_live(config, seed, train=train, progress=progress, log=log)
     if vit_dir is not None:
         claims = [claim6_vit.decide(c, vit_dir) if c["id"] == "6" else c for c in claims]
     out = summarize(claims, strict=strict)
     out["from"] = None if from_dir is None else str(from_dir)
+    out["tables"] = tables
     return out

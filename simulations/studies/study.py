@@ -70,6 +70,11 @@ class Study:
         The version of its protocol (what it computes and how): part of the fingerprint of a
         reproduction step, so that a step saved by another version is computed again. Change
         it when the step's results would change for the same configuration and seed.
+    table : callable, optional
+        ``table(root) -> dict | None``: a table a study without a claim of its own reports
+        beside the claims (``patchassoc check --from`` prints it), read from a reproduction
+        folder ``root``: ``title``, ``columns``, ``rows`` (each ``variant`` and ``cells``, a
+        cell ``verdict`` and ``key``), ``notes``; ``None`` when the study did not run there.
     """
 
     name: str
@@ -83,6 +88,7 @@ class Study:
     kernels: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
     version: str = "1"
+    table: Callable[[Path], dict | None] | None = None
 
     def __post_init__(self) -> None:
         if (self.claim is None) != (self.verdict is None):

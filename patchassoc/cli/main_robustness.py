@@ -1,0 +1,71 @@
+"""``patchassoc robustness``: which conclusions survive the choices the paper leaves open.
+
+One change at a time from the reference choices (SPEC section 6, "Robustness to the choices the
+paper leaves open"; :mod:`patchassoc.simulations.studies.robustness`): the activation (p, nu),
+the step-size ratio eta_Q / eta_v, the start (kappa, the sign of alpha0, and kappa = 0, the
+uniform-attention control), the feature-noise rate q and the diagonal. Each variant is read by the
+claims' own rules: claim 1 on 41 regime points (D <= 24, d = 256 and 1024) at the flow's horizon,
+claim 7 on the family at k = 4..7, claim 2 on 5 seeds at H = 3,000 (a reading: 5 seeds cannot
+meet the Wilson rule). Prints the table (rows = variants, columns = claims; each cell the verdict
+and its key number) and its reading, and draws ``robustness_table.png``.
+
+Cells are stored in ``<out>/cells/`` as they finish (sampled runs in ``<out>/runs/``); a re-run
+computes only the missing ones. ``--jobs N`` runs N local processes, ``--dask ADDRESS`` a Dask
+cluster. ``--quick`` runs claim 1's reference point (4, 4, 256) for every row: a preview, never a
+verdict. ``--json`` holds every variant with its readings (``variants[*].claim1``: pass fraction,
+limit classes, median time to 1.3 x Bayes, the limit against the reference's; ``claim7``:
+exponents and rise; ``claim2``: pass count and times), the table and the reading. A run whose
+``--preset``, ``--set`` or ``--seed`` is not the reference's is a preview. ``check --from DIR``
+prints the table of ``DIR/robustness/robustness.json``: ``--out DIR/robustness`` puts the full
+study there, in place of a reproduction's preview.
+
+References
+----------
+SPEC section 6 (robustness).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+NAME = "robustness"
+HELP = ("claims 1, 2 and 7 under one change at a time from the reference choices (activation, "
+        "step-size ratio, start, noise rate, diagonal): the table of verdicts (--quick, --jobs, "
+        "--dask, resumable)")
+
+__all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--quick", action="store_true",
+                        help="claim 1's reference point (4, 4, 256) for every row: a preview")
+    parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
+    parser.add_argument("--dask", default=None, metavar="ADDRESS",
+                        help="run the cells on this Dask scheduler")
+    parser.add_argument("--no-figures", action="store_true", help="skip the figure")
+
+
+def run(ctx) -> dict:
+    from patchassoc.simulations.studies.robustness.run import SUMMARY, compute
+    from patchassoc.simulations.studies.study import Outcome
+    a = ctx.args
+    if a.jobs < 1:
+        raise ValueError("--jobs must be >= 1")
+    summary = compute(ctx.out, mode="quick" if a.quick else "full", base=ctx.preset_name,
+                      seed=ctx.seed, sample_config=ctx.config, jobs=a.jobs, dask=a.dask,
+                      progress=ctx.progress and not ctx.json)
+    return ctx.finish(NAME, Outcome(summary, saved=Path(ctx.out) / SUMMARY), "robustness")
+
+
+def render(s: dict) -> str:
+    from patchassoc.cli.main_check import render_table
+    lines = render_table(dict(s["table"], reading=s["reading"], preview=s["preview"],
+                              preview_reasons=s["preview_reasons"]))
+    c = s["cells"]
+    cost = s["cell_cpu_seconds"]
+    lines.append(f"cells: {c['total']} ({c['computed']} computed, {c['reused']} reused); "
+                 f"{s['wall_seconds']:.1f} s wall; CPU-seconds in cells: claim 1 flows "
+                 f"{cost['point']:.1f}, claim 7 flows {cost['family']:.1f}, claim 2 seeds "
+                 f"{cost['seed']:.1f}")
+    lines += [f"figure: {p}" for p in s.get("figures", [])]
+    lines.append(f"written: {Path(s['out']) / 'robustness.json'}")
+    return "\n".join(lines)
