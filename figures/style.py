@@ -92,7 +92,9 @@ def plot_association(ax, x, *, D: int, C: int, eps: float, share_mean, topc_rows
             ax.plot(x, share_min, color=COLORS["purple"], ls="--", label="set-mate share, min")
         ax.step(x, np.asarray(topc_rows) / D, where="post", color=COLORS["blue"], lw=1.0,
                 label="rows passing Def. 2.2 (fraction)")
-    ax.plot(x, mass_mean, color="grey", lw=0.8, alpha=0.6, label="within-set mass (descriptive)")
+    if mass_mean is not None:
+        ax.plot(x, mass_mean, color="grey", lw=0.8, alpha=0.6,
+                label="within-set mass (descriptive)")
     if D > 1:
         ax.axhline((C - 1) / (D - 1), color="grey", lw=0.8, ls=":",
                    label=f"uniform share (C-1)/(D-1) = {(C - 1) / (D - 1):.2f}")
