@@ -49,8 +49,9 @@ from patchassoc.theory.invariant import invariant_attention
 __all__ = ["Frames", "population_frames", "flow_frames", "train_frames", "plot_frame",
            "render", "save", "FRAME_MS", "HOLD_MS", "FLOW_FRAMES", "DPI"]
 
-#: How long each frame shows, and the last one (milliseconds; GIF stores centiseconds).
+#: How long each frame shows (milliseconds; GIF stores centiseconds).
 FRAME_MS = 120
+#: How long the last frame holds (milliseconds).
 HOLD_MS = 2000
 #: Frames of a flow animation (log-spaced from t = 0 to the horizon).
 FLOW_FRAMES = 60
@@ -193,7 +194,7 @@ def plot_frame(frames: Frames, k: int):
     st = frames.structure
     fig, _ = new_figure(figsize=(11.5, 3.9))
     fig.clf()
-    gs = fig.add_gridspec(1, 5, width_ratios=[1.0, 0.05, 0.12, 1.25, 1.25], wspace=0.3)
+    gs = fig.add_gridspec(1, 5, width_ratios=[1.0, 0.05, 0.12, 1.25, 1.25], wspace=0.35)
     now = frames.t[k]
     x = _log_x(frames.curve_t)
     upto = frames.curve_t <= now * (1 + 1e-12)
@@ -218,6 +219,8 @@ def plot_frame(frames: Frames, k: int):
                      mass_mean=None)
     ax.set_xlim(x[0], x[-1])
     ax.set_xlabel("t + 1 (GD steps)")
+    ax.set_title(ax.get_title(), fontsize=9)
+    ax.legend(loc="center right", fontsize=7)    # clear of the share, which ends at the top
     _markers(ax, frames)
     ax.axvline(now + 1.0, color=COLORS["black"], lw=1.2)
 
@@ -234,10 +237,10 @@ def plot_frame(frames: Frames, k: int):
     ax.loglog(x[upto], y[upto], color=COLORS["vermillion"], label=label)
     ax.set_xlim(x[0], x[-1])
     ax.set_xlabel("t + 1 (GD steps)")
-    ax.set_title(f"{label}: {np.interp(now, frames.curve_t, y):.4g} now")
+    ax.set_title(f"{label} now: {np.interp(now, frames.curve_t, y):.4g}", fontsize=9)
     _markers(ax, frames)
     ax.axvline(now + 1.0, color=COLORS["black"], lw=1.2)
-    ax.legend(loc="lower left", fontsize=7)
+    ax.legend(loc="upper right", fontsize=7)     # the error falls from the top left
     for ax in fig.axes[2:]:
         # minor ticks of log axes spanning many decades are most of a frame's drawing time
         # and add nothing a moving picture can show
