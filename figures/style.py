@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from patchassoc.simulations.runtime.results import atomic_write_bytes  # noqa: E402
 
 __all__ = ["PALETTE", "COLORS", "apply", "save_figure", "new_figure", "ATTENTION_CMAP", "plt",
-           "step_axis"]
+           "step_axis", "plot_association"]
 
 #: Okabe-Ito colours, in the order series are drawn.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
