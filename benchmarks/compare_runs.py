@@ -66,6 +66,10 @@ def _skip_reason(rel: Path) -> str | None:
 
 @dataclass
 class Comparison:
+    """What :func:`compare_folders` found: ``differences`` and ``strings`` (file, where, before,
+    after), ``only`` (file, the folder holding it), counts of the ``skipped``, ``identical`` and
+    ``ignored`` leaves per file, and the ``gallery`` images compared (image, source, verdict)."""
+
     differences: list[tuple[str, str, str, str]] = field(default_factory=list)  # file, where, before, after
     strings: list[tuple[str, str, str, str]] = field(default_factory=list)
     only: list[tuple[str, str]] = field(default_factory=list)  # file, folder holding it

@@ -6,7 +6,7 @@ one streaming read of X is its floor on a given machine. The floor is the fastes
 in :data:`READS`, timed in the same run: each computes X v (every entry of X read once, N D
 products), by NumPy on the 2-D view ``X.reshape(N * D, d) @ v`` (one BLAS matrix-vector
 product, threaded) and by the kernels' own projection pass alone
-(:func:`kernels.projections`, threaded as the step is). NumPy's ``X @ v`` on the 3-D array, the
+(:func:`~patchassoc.simulations.engines.sampled_kernels.projections`, threaded as the step is). NumPy's ``X @ v`` on the 3-D array, the
 floor of earlier versions of this benchmark, is a stack of N small products and is slower; it
 is still timed and reported (``read_3d_seconds``, ``ratio_3d``) so that older numbers stay
 comparable. The ratio step / floor says how close the step is to that memory limit, whatever
@@ -31,7 +31,7 @@ projections U = X_n v, then, after the head, grad_v += X_n^T gu, which needs the
 first. So the step is bounded below by the memory (one read, the floor) and by its own
 arithmetic on data already in the caches. The second is timed here on the first samples of X
 (:data:`IN_CACHE_BYTES` of them, a size that stays in a core's second-level cache), one chunk
-of the sample loop (:func:`kernels._accumulate`, one thread) against the kernel's projection
+of the sample loop (:func:`~patchassoc.simulations.engines.sampled_kernels._accumulate`, one thread) against the kernel's projection
 pass alone on the same samples: ``step_per_sample`` and ``read_per_sample`` in seconds, and
 ``bound`` = max(1, step_per_sample N / threads / read_seconds), the ratio to the floor that a
 step with perfect overlap of its arithmetic and the memory stream would still have. A bound
@@ -172,9 +172,9 @@ def roofline(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEATS) -> dict:
     """Per-sample seconds of the step's arithmetic and of its projection pass on samples held
     in the caches (module docstring): ``samples`` (M, the first M samples of X, at most
     :data:`IN_CACHE_BYTES`), ``step_per_sample`` (one chunk of the sample loop, one thread, no
-    prefetch: :func:`kernels._accumulate` on samples 0..M-1), ``read_per_sample`` (the kernel's
+    prefetch: :func:`~patchassoc.simulations.engines.sampled_kernels._accumulate` on samples 0..M-1), ``read_per_sample`` (the kernel's
     projections alone on them) and ``ratio`` = step / read. X, y as returned by
-    :func:`kernels.check_data`."""
+    :func:`~patchassoc.simulations.engines.sampled_kernels.check_data`."""
     N, D, d = X.shape
     M = int(max(1, min(N, IN_CACHE_BYTES // (D * d * X.itemsize))))
     Xc, yc = X[:M], y[:M]
@@ -211,12 +211,12 @@ def _floor(best: dict, keys: dict) -> tuple[str, float]:
 
 def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEATS, *,
                          torch: bool = True, float32: bool = True) -> dict:
-    """Time one step of :func:`kernels.loss_and_grad` against the fastest read of X.
+    """Time one step of :func:`~patchassoc.simulations.engines.sampled_kernels.loss_and_grad` against the fastest read of X.
 
     Parameters
     ----------
     X, y : ndarray
-        A sample as returned by :func:`kernels.check_data` (float64, C-contiguous).
+        A sample as returned by :func:`~patchassoc.simulations.engines.sampled_kernels.check_data` (float64, C-contiguous).
     v, A, p, nu :
         The point and the activation (SPEC section 2).
     repeats : int
@@ -241,7 +241,7 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         the serial projection pass, ``floor_one_thread`` names it) and ``serial_ratio_one_thread``
         = serial_seconds / read_one_thread_seconds (one thread against one thread), ``driver``,
         ``prefetch`` (whether X is large enough for the kernels' software prefetch,
-        :data:`kernels.PREFETCH_MIN_BYTES`), ``repeats``, ``block`` (:data:`BLOCK`),
+        :data:`~patchassoc.simulations.engines.sampled_kernels.PREFETCH_MIN_BYTES`), ``repeats``, ``block`` (:data:`BLOCK`),
         ``load_average`` (before, after) and ``torch`` (None if not importable): its
         ``seconds``, ``read_seconds`` (its 2-D read), ``read_3d_seconds``, ``ratio_to_read``,
         ``ratio_to_3d_read``, the ``speedup`` of this step over it, each normalised by its own

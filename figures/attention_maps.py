@@ -27,7 +27,7 @@ from patchassoc.theory.structure import Structure
 
 from patchassoc.figures.style import ATTENTION_CMAP, PALETTE, new_figure, save_figure
 
-__all__ = ["plot", "plot_partition", "pick_snapshots", "save"]
+__all__ = ["plot", "draw_map", "plot_partition", "pick_snapshots", "save"]
 
 
 def pick_snapshots(steps: np.ndarray, count: int = 5, mass=None) -> list[int]:
@@ -79,6 +79,20 @@ def plot_partition(structure: Structure, ax) -> None:
     ax.grid(False)
 
 
+def draw_map(ax, mat: np.ndarray, structure: Structure, contiguous: bool = False):
+    """One attention map on ``ax`` (weights 0 to 1); with ``contiguous`` (``mat`` already in set
+    order) thin lines between the sets. Returns the image, for a colour bar."""
+    im = ax.imshow(mat, cmap=ATTENTION_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    if contiguous:
+        for e in range(structure.C, structure.D, structure.C):
+            ax.axhline(e - 0.5, color="white", lw=0.4, alpha=0.6)
+            ax.axvline(e - 0.5, color="white", lw=0.4, alpha=0.6)
+    return im
+
+
 def plot(A: Sequence[np.ndarray], steps: Sequence[int], structure: Structure, fig=None,
          title: str | None = None):
     """Draw the attention maps ``A[k]`` recorded at ``steps[k]``; return the figure."""
@@ -91,7 +105,6 @@ def plot(A: Sequence[np.ndarray], steps: Sequence[int], structure: Structure, fi
                           hspace=0.3)
     plot_partition(structure, fig.add_subplot(gs[:, 0]))
     order = structure.order()
-    C = structure.C
     im = None
     for k, (a, step) in enumerate(zip(A, steps)):
         share = set_mate_share(a, structure)
@@ -99,17 +112,10 @@ def plot(A: Sequence[np.ndarray], steps: Sequence[int], structure: Structure, fi
         for row, (mat, label) in enumerate(((a, "natural order"),
                                             (a[np.ix_(order, order)], "sets contiguous"))):
             ax = fig.add_subplot(gs[row, k + 1])
-            im = ax.imshow(mat, cmap=ATTENTION_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            ax.grid(False)
+            im = draw_map(ax, mat, structure, contiguous=row == 1)
             if row == 0:
                 ax.set_title(f"step {int(step)}: top-C {rows}/{structure.D}\nshare "
                              f"{share.mean():.2f} (min {share.min():.2f})", fontsize=8)
-            else:
-                for e in range(C, structure.D, C):
-                    ax.axhline(e - 0.5, color="white", lw=0.4, alpha=0.6)
-                    ax.axvline(e - 0.5, color="white", lw=0.4, alpha=0.6)
             if k == 0:
                 ax.set_ylabel(label, fontsize=8)
     cax = fig.add_subplot(gs[:, -1])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from patchassoc.figures import (attention_maps, convergence, flow_dynamics, gaussian_cnn,
+from patchassoc.figures import (animation, attention_maps, convergence, flow_dynamics, gaussian_cnn,
                                 grid_map, locality,
                                 paper_fig3, paper_fig4, population_dynamics, scaling_dynamics,
                                 scaling_error, scaling_sampled, seeds_horizon, solutions_lambda,
@@ -19,7 +19,7 @@ from patchassoc.figures import (attention_maps, convergence, flow_dynamics, gaus
 from patchassoc.figures import robustness_table
 from patchassoc.simulations.runtime.results import read_json, write_json
 
-__all__ = ["DRAWERS", "draw"]
+__all__ = ["DRAWERS", "draw", "ANIMATORS", "animate"]
 
 
 def _train(out, folder: Path) -> list:
@@ -127,5 +127,30 @@ def draw(study: str, outcome, folder) -> list[str]:
     if paths and outcome.saved is not None:
         saved = read_json(outcome.saved)
         saved["figures"] = paths
+        write_json(outcome.saved, saved)
+    return paths
+
+
+#: study name -> (frames builder(result), file stem): the studies that can be animated
+#: (``--animate``; :mod:`patchassoc.figures.animation`).
+ANIMATORS: dict[str, tuple[Callable, str]] = {
+    "population": (animation.population_frames, "population_animation"),
+    "flow": (animation.flow_frames, "flow_animation"),
+    "train": (animation.train_frames, "train_animation"),
+}
+
+
+def animate(study: str, outcome, folder) -> list[str]:
+    """Animate the dynamics of ``study`` from its outcome into ``folder`` (GIF, and MP4 where
+    ffmpeg exists); their paths, also listed under ``animations`` in the JSON file where the
+    run saved its summary. ``ValueError`` for a study that has no animation."""
+    if study not in ANIMATORS:
+        raise ValueError(f"--animate applies to {', '.join(sorted(ANIMATORS))}, not {study}")
+    frames_of, stem = ANIMATORS[study]
+    paths = [str(p) for p in animation.save(frames_of(outcome.products["result"]),
+                                            Path(folder), stem)]
+    if outcome.saved is not None:
+        saved = read_json(outcome.saved)
+        saved["animations"] = paths
         write_json(outcome.saved, saved)
     return paths

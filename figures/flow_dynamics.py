@@ -20,14 +20,15 @@ import numpy as np
 
 from patchassoc.figures.style import COLORS, new_figure, save_figure
 
-__all__ = ["plot", "save"]
+__all__ = ["plot", "save", "CRITERIA"]
 
-_CRITERIA = (("def22", "Def. 2.2", COLORS["green"]), ("share", "share", COLORS["purple"]),
+#: The criteria of SPEC section 6 (key of the times, label, colour).
+CRITERIA = (("def22", "Def. 2.2", COLORS["green"]), ("share", "share", COLORS["purple"]),
              ("error", "1.3 x Bayes", COLORS["vermillion"]))
 
 
 def _times(ax, times: dict, legend: bool = False) -> None:
-    for key, label, color in _CRITERIA:
+    for key, label, color in CRITERIA:
         rec = (times or {}).get(key) or {}
         if rec.get("censored"):
             if legend:

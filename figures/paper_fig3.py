@@ -27,7 +27,7 @@ from patchassoc.figures.style import COLORS, new_figure, save_figure
 __all__ = ["plot", "save"]
 
 def plot(point: dict):
-    """Draw the point of :func:`draw_point`; returns the figure."""
+    """Draw the point of :func:`~patchassoc.simulations.studies.paper_settings.draw_point`; returns the figure."""
     s = np.asarray(point["s"], dtype=int)
     sets = np.asarray(point["sets"], dtype=int)
     g = math.isqrt(s.size)

@@ -1,7 +1,7 @@
 """Exact population dynamics: attention maps rebuilt from (a, b, c), the dynamics curves, and
 the population error against the Bayes error.
 
-Reads a saved :class:`patchassoc.simulations.engines.population.PopulationResult` (never
+Reads a saved :class:`patchassoc.simulations.engines.population.trajectory.PopulationResult` (never
 recomputes): the maps are A = Pd I + Qs (B - I) + R (J - B) rebuilt from the recorded (a, b, c) at
 log-spaced steps, drawn in the natural patch order and with the sets contiguous.
 

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from patchassoc.simulations.runtime.results import atomic_write_bytes  # noqa: E402
 
 __all__ = ["PALETTE", "COLORS", "apply", "save_figure", "new_figure", "ATTENTION_CMAP", "plt",
-           "step_axis"]
+           "step_axis", "plot_association"]
 
 #: Okabe-Ito colours, in the order series are drawn.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -92,7 +92,9 @@ def plot_association(ax, x, *, D: int, C: int, eps: float, share_mean, topc_rows
             ax.plot(x, share_min, color=COLORS["purple"], ls="--", label="set-mate share, min")
         ax.step(x, np.asarray(topc_rows) / D, where="post", color=COLORS["blue"], lw=1.0,
                 label="rows passing Def. 2.2 (fraction)")
-    ax.plot(x, mass_mean, color="grey", lw=0.8, alpha=0.6, label="within-set mass (descriptive)")
+    if mass_mean is not None:
+        ax.plot(x, mass_mean, color="grey", lw=0.8, alpha=0.6,
+                label="within-set mass (descriptive)")
     if D > 1:
         ax.axhline((C - 1) / (D - 1), color="grey", lw=0.8, ls=":",
                    label=f"uniform share (C-1)/(D-1) = {(C - 1) / (D - 1):.2f}")

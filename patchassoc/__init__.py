@@ -8,19 +8,19 @@ introduction is ``docs/tutorial.md``.
 
 The public API (everything else lives in the subpackages and may change):
 
-=======================  ========================================================================
-:class:`Config`          a validated, frozen configuration (data, model, initialization, training)
-:func:`preset`           a named configuration (``ref``, ``paper``, ``tiny``) with overrides
-:func:`sample`           N images drawn from D(w*, S, q, sigma), with their structure and feature
-:func:`train`            full-batch gradient descent on sampled data (SPEC section 2)
-:func:`population_eval`  exact population risk, error, gradient and certified bound at one point
+==========================  ========================================================================
+:class:`Config`             a validated, frozen configuration (data, model, initialization, training)
+:func:`preset`              a named configuration (``ref``, ``paper``, ``tiny``) with overrides
+:func:`sample`              N images drawn from D(w*, S, q, sigma), with their structure and feature
+:func:`train`               full-batch gradient descent on sampled data (SPEC section 2)
+:func:`population_eval`     exact population risk, error, gradient and certified bound at one point
 :func:`population_descent`  gradient descent on the exact population risk in (alpha, a, b, c)
-:func:`population_flow`  the exact gradient flow of that risk, followed to a horizon (1e15 steps)
-:func:`bayes_error`      the exact Bayes error of the noiseless-projection model
-:func:`association`      the paper's Def. 2.2 and the set-mate share, on any D x D matrix
-:func:`prove_lemmas`     the sympy proofs of the symmetry lemmas (SPEC section 4)
-:func:`check`            the claims of SPEC section 6, measured against declared thresholds
-=======================  ========================================================================
+:func:`population_flow`     the exact gradient flow of that risk, followed to a horizon (1e15 steps)
+:func:`bayes_error`         the exact Bayes error of the noiseless-projection model
+:func:`association`         the paper's Def. 2.2 and the set-mate share, on any D x D matrix
+:func:`prove_lemmas`        the sympy proofs of the symmetry lemmas (SPEC section 4)
+:func:`check`               the claims of SPEC section 6, measured against declared thresholds
+==========================  ========================================================================
 
 Every function validates its input and raises :class:`ValueError` with a message naming the
 offending argument (:mod:`patchassoc.api`, re-exported here). ``import patchassoc`` is cheap:

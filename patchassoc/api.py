@@ -242,7 +242,7 @@ def population_eval(alpha: float, a: float, b: float, c: float,
         of every returned quantity is <= tol.
     max_configurations : int, optional
         Refuse (ValueError with the estimated cost) beyond this many multisets; default
-        :data:`patchassoc.simulations.engines.population.exact.MAX_CONFIGURATIONS`.
+        :data:`~patchassoc.simulations.engines.population.exact.states.MAX_CONFIGURATIONS`.
 
     Returns
     -------
@@ -260,7 +260,7 @@ def population_eval(alpha: float, a: float, b: float, c: float,
 
     See Also
     --------
-    patchassoc.simulations.engines.population.exact.evaluate_gram : the same for Q = P P^T.
+    patchassoc.simulations.engines.population.exact.evaluator.evaluate_gram : the same for Q = P P^T.
 
     References
     ----------

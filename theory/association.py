@@ -66,7 +66,8 @@ GRAM_SYMMETRY_RTOL = 1e-5
 
 
 def as_structure(structure, D: int | None = None) -> Structure:
-    """A :class:`Structure` from a Structure or an (L, C) integer array partitioning 0..D-1.
+    """A :class:`~patchassoc.theory.structure.Structure` from a Structure or an (L, C) integer
+    array partitioning 0..D-1.
 
     Raises
     ------

@@ -170,11 +170,28 @@ class Config:
                                  f"{g}x{g} grid: C = {self.C} must be w*w with w dividing {g}")
 
     def replace(self, **changes: Any) -> "Config":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again).
+
+        Parameters
+        ----------
+        **changes
+            New values of fields, by name (``steps=4000``, ``diagonal="fixed"``).
+
+        Returns
+        -------
+        Config
+            The new configuration; ``ValueError`` names a field whose value is invalid.
+        """
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The resolved fields, JSON-ready."""
+        """The resolved fields, JSON-ready.
+
+        Returns
+        -------
+        dict
+            Field name -> value (numbers, strings and None only).
+        """
         return dataclasses.asdict(self)
 
     def to_json(self) -> str:
@@ -182,7 +199,19 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Config":
-        """Build from a mapping, rejecting unknown keys (with a clear error)."""
+        """Build from a mapping, rejecting unknown keys (with a clear error).
+
+        Parameters
+        ----------
+        data : mapping
+            Field name -> value, as :meth:`to_dict` writes it; fields left out take their
+            defaults.
+
+        Returns
+        -------
+        Config
+            The validated configuration; ``ValueError`` names unknown or invalid fields.
+        """
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -86,12 +86,16 @@ class Context:
 
     def finish(self, study: str, outcome, what: str) -> dict:
         """The outcome's summary with the study's figures drawn into ``out`` (unless
-        ``--no-figures``), and one line on stderr when the run stopped early (``what stopped:
-        status``): what it recorded was saved."""
-        from patchassoc.figures.catalog import draw
+        ``--no-figures``), its animation with ``--animate``, and one line on stderr when the
+        run stopped early (``what stopped: status``): what it recorded was saved."""
+        from patchassoc.figures.catalog import animate, draw
         summary = outcome.summary
         if not getattr(self.args, "no_figures", False):
             summary["figures"] = draw(study, outcome, self.out)
+        if getattr(self.args, "animate", False):
+            self.log(f"[{study}] animating the dynamics ...")
+            summary["animations"] = animate(study, outcome, self.out)
+            self.log(f"[{study}] animation: {', '.join(summary['animations'])}")
         if summary.get("exit_status"):
             print(f"patchassoc: {what} stopped: {summary['status']}; what was recorded was "
                   f"saved to {self.out}", file=sys.stderr)

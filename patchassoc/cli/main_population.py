@@ -41,6 +41,10 @@ def add_arguments(parser) -> None:
                              f"{','.join(map(str, DEFAULT_NS))}; reproduce uses "
                              f"{','.join(map(str, REPRODUCE_NS))})")
     parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
+    parser.add_argument("--animate", action="store_true",
+                        help="also write the dynamics as an animation over log-time (GIF; MP4 "
+                             "too where ffmpeg exists): the attention matrix in set order, the "
+                             "share and the error, frame by frame")
 
 
 def _sample_sizes(text: str) -> tuple[int, ...]:

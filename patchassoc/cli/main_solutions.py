@@ -91,7 +91,7 @@ def _fmt(x, spec=".4g"):
 
 
 def render_table(s: dict) -> str:
-    """The table of one configuration (a summary of :class:`SolutionsResult`)."""
+    """The table of one configuration (a summary of :class:`~patchassoc.simulations.studies.claim3_solutions.SolutionsResult`)."""
     pr = s["problem"]
     bf = s.get("bayes_error_bruteforce")
     lines = [f"[{s['label']}] L={pr['L']}, C={pr['C']} (D={pr['D']}), q={pr['q']:.4g}, "

@@ -9,6 +9,10 @@ HELP = ("train the positional-attention model by full-batch gradient descent on 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
+    parser.add_argument("--animate", action="store_true",
+                        help="also write the dynamics as an animation over log-time (GIF; MP4 "
+                             "too where ffmpeg exists): the attention matrix in set order, the "
+                             "share and the error, frame by frame")
 
 
 def run(ctx) -> dict:

@@ -3,7 +3,7 @@
 The report is written from the saved step summaries only (nothing is recomputed): the claims
 table, every figure embedded with a paragraph that reads it using the measured numbers, the
 configuration, the package versions, the seed and the timings. Each step's readings come from its
-study (:attr:`~patchassoc.simulations.studies.study.Study.readings`, a function of the step's
+study (the ``readings`` of its :class:`~patchassoc.simulations.studies.study.Study`, a function of the step's
 summary); a step without readings still gets its figures listed.
 
 A folder updated step by step (``reproduce --only``) may hold steps of several runs: a row kept

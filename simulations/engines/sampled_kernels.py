@@ -65,7 +65,7 @@ from patchassoc.simulations.engines._scalar import logistic as _logistic
 from patchassoc.theory.activation import act_pair
 
 __all__ = ["loss_and_grad", "margins", "projections", "softmax_rows", "grad_logits",
-           "check_data"]
+           "check_data", "PREFETCH_MIN_BYTES"]
 
 
 @jit

@@ -387,6 +387,7 @@ class Step:
 
     @property
     def fingerprint(self) -> str:
+        """SHA-256 of the step's name and ``work``: equal fingerprints, the same work."""
         return fingerprint({"step": self.name, **dict(self.work)})
 
     @property

@@ -7,7 +7,7 @@ whole through its manifest: :func:`save_folder` first removes the old ``manifest
 writes the three files, and last the manifest with the SHA-256 digest of each.
 :func:`load_folder` loads a folder only if its manifest is there and every file matches it, so a
 folder whose writing stopped half-way (a full disk, a killed process, a failed rename) is never
-loaded with the files of two different runs: it is reported as :class:`CorruptFile`, and a
+loaded with the files of two different runs: it is reported as :class:`~.CorruptFile`, and a
 caller that caches results computes it again. (Writing the folder under a temporary name and
 renaming it into place would also be atomic, but a result folder may be a user's ``--out``, which
 holds other files, figures and sub-results: renaming it would move or delete them.)
@@ -50,12 +50,18 @@ def _with_path(exc: OSError, path: Path) -> OSError:
     return new
 
 
+# The process's umask, read once at import (reading it means setting it; no thread runs yet).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temporary file + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)    # mkstemp makes 0600; a result is a file like any other
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -118,13 +124,13 @@ def _parse_json(data: bytes, path) -> Any:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    """The JSON value in ``path`` (:class:`CorruptFile` naming it when it is not JSON)."""
+    """The JSON value in ``path`` (:class:`~.CorruptFile` naming it when it is not JSON)."""
     with open(path, "rb") as fh:
         return _parse_json(fh.read(), path)
 
 
 def read_json_object(path: str | os.PathLike, what: str = "a JSON object") -> dict:
-    """The JSON object in ``path``: :class:`CorruptFile` naming it when it is not JSON or holds
+    """The JSON object in ``path``: :class:`~.CorruptFile` naming it when it is not JSON or holds
     another kind of value (a list, a number, ``null``)."""
     data = read_json(path)
     if not isinstance(data, dict):
@@ -179,7 +185,7 @@ def _parse_arrays(source, path) -> dict[str, np.ndarray]:
 
 
 def read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Every array of the ``.npz`` file ``path`` (:class:`CorruptFile` naming it when it is
+    """Every array of the ``.npz`` file ``path`` (:class:`~.CorruptFile` naming it when it is
     truncated or not an archive)."""
     with open(path, "rb") as fh:
         data = fh.read()

@@ -629,7 +629,7 @@ def grid_cause(grid: dict) -> tuple[str, str] | None:
 
 # -- claim 1 -----------------------------------------------------------------------------------
 def claim1_point(pop: dict) -> dict:
-    """The claim-1 test at one population run (a :meth:`PopulationResult.summary`): Def. 2.2 in
+    """The claim-1 test at one population run (a :meth:`~patchassoc.simulations.engines.population.trajectory.PopulationResult.summary`): Def. 2.2 in
     every row and error <= 1.3 x Bayes + the certified bound (``max_bound``)."""
     rows, D = pop.get("topc_rows"), pop.get("D")
     err, bayes = pop.get("error"), pop.get("bayes_error")

@@ -315,6 +315,7 @@ class SolutionRow:
     full: dict | None = None
 
     def to_dict(self) -> dict:
+        """The row as a JSON-ready dict."""
         return asdict(self)
 
 
@@ -668,13 +669,14 @@ def solutions_table(config: Config, seed: int = 0, *, label: str = "ref",
     Parameters
     ----------
     config, seed : the problem and the seed (structure, initialization, sampled run).
+    label : the configuration's name in the table (``ref`` or ``alt``).
     lambdas : the lambda grid (sorted, >= 0); the table reports its largest value.
     alpha : the fixed alpha of the constructions (default: population GD's alpha).
     gd_steps : steps of the population GD row.
-    train_result : a :class:`patchassoc.simulations.engines.sampled_descent.TrainResult` to use for
-    the sampled GD
-        row (trained with ``patchassoc.simulations.engines.sampled_descent.train(config, seed)``
-        when None and ``sampled``).
+    train_result : a :class:`patchassoc.simulations.engines.sampled_descent.TrainResult`
+        to use for the sampled GD row (trained with
+        ``patchassoc.simulations.engines.sampled_descent.train(config, seed)`` when None and
+        ``sampled``).
     sampled : include the sampled GD row.
     mc_samples : Monte Carlo draws for settings beyond brute force, and for the sampled row
         with v_perp.

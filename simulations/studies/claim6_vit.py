@@ -391,7 +391,7 @@ def reproduce(out_dir: Path, config=None, seed: int = 0, quick: bool = False,
     :data:`REPRODUCE_FULL` (seeds ``seed`` ..), or :data:`REPRODUCE_QUICK` with ``quick`` (a
     smoke run: claim 6's check is reported, not meaningful). ``config`` (the toolkit's Config)
     is unused: the ViT has its own recipe. Needs the ``vit`` extra (PyTorch, scikit-learn);
-    without it this raises a :class:`UsageError` saying how to install it."""
+    without it this raises a :class:`~.UsageError` saying how to install it."""
     kwargs = dict(REPRODUCE_QUICK if quick else REPRODUCE_FULL)
     outcome = run_comparison(Path(out_dir), "digits", first_seed=seed, progress=progress,
                              **kwargs)

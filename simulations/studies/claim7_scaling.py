@@ -575,7 +575,7 @@ def _fit_pair(xs, ys) -> dict:
 
 def time_fits(rows: Sequence[dict], criteria: Sequence[str] = TIME_CRITERIA) -> dict:
     """Per criterion, the fits of ln t against ln d (gamma) and ln ln d (beta) of the times to
-    it (``row["times"][criterion]``, a :func:`~..criteria.time_to` record, at ``row["d"]``).
+    it (``row["times"][criterion]``, a :func:`~patchassoc.simulations.engines.criteria.time_to` record, at ``row["d"]``).
 
     A censored time (the criterion fails at the horizon) is listed in ``censored_d`` and left out
     of the fit, as is a time of 0 (the criterion holds from the start: no logarithm), listed in

@@ -43,7 +43,7 @@ def run_dynamics(config: Config, seed: int, out: Path, progress: bool, steps: in
 
 def run_flow_study(config: Config, seed: int, out: Path, progress: bool,
                    t_max: float = T_MAX) -> Outcome:
-    """Run and save the exact gradient flow (:mod:`...engines.population.flow`) in ``out``;
+    """Run and save the exact gradient flow (:mod:`~patchassoc.simulations.engines.population.flow`) in ``out``;
     the summary (the horizon reading, the limit class, the times to each criterion) and the
     result."""
     result = run_flow(config, seed, t_max=t_max, progress=progress)

@@ -151,7 +151,7 @@ def check(config, seed: int, from_dir: Path | None = None, *, train: bool = True
     """The claims (from ``from_dir`` or computed now) and their summary. ``quick`` (with
     ``from_dir``; default: read from the folder) makes every claim a preview. ``vit_dir``, a
     ``patchassoc vit`` folder (the Fashion-MNIST study), decides claim 6 on its data set, the
-    reproduction's reading beside it (:func:`claim6_vit.decide`). With ``from_dir``, ``tables``
+    reproduction's reading beside it (:func:`~.claim6_vit.decide`). With ``from_dir``, ``tables``
     holds the tables the studies without a claim report there (``Study.table``)."""
     tables = []
     if from_dir is not None:

@@ -4,14 +4,14 @@ Setting: the paper's (Assumption 1 in ``PAPER.md``): patch noise orthogonal to t
 N(0, sigma^2 (I - w* w*^T)), at the config's d and sigma (reference: d = 256, sigma = 1/sqrt(d)).
 Then <w*, X_j> = s_j exactly, so for v parallel to w* the empirical risk is a sample mean of the
 exact "no projection noise" risk of :mod:`.exact`, and the population trajectory of (alpha, a, b, c)
-(:func:`.dynamics.population_descent`, v_perp = 0 all along) is the N -> infinity limit of sampled
+(:func:`~patchassoc.simulations.engines.population.trajectory.population_descent`, v_perp = 0 all along) is the N -> infinity limit of sampled
 gradient descent (SPEC section 4: L8). The sampled runs are full gradient descent
 (:func:`patchassoc.simulations.engines.sampled_descent.gradient_descent`: full v in R^d, full D x D
 Q, no symmetry assumed), so their v picks up a part v_perp orthogonal to w* (fitted to the sampled
 noise) and their Q a non-invariant part: both vanish as N grows.
 
 For each seed, the population dynamics start from that seed's (alpha0, Q0)
-(:func:`.dynamics.initial_point`). Each sampled run starts from the same point, v0 = alpha0 w*
+(:func:`~patchassoc.simulations.engines.population.trajectory.initial_point`). Each sampled run starts from the same point, v0 = alpha0 w*
 (v_perp = 0, so that everything v_perp becomes comes from the sample) and Q0 = kappa I, with
 the same step sizes and recorded steps, on N fresh samples. Both engines run with the diagonal
 of Q fixed (the paper's Simplification 3.1; ``diagonal='fixed'``) unless the config uses the
@@ -19,7 +19,7 @@ Gram parameterization, where the diagonal is not a free parameter.
 
 Distances at recorded step r (Q' = Q minus its row means: softmax ignores a per-row shift, and
 the sampled Q' is recovered exactly from the recorded attention as log A minus its row means;
-Pi is the orthogonal projection onto the invariant space span(I, B - I, J - B)):
+Pi is the orthogonal projection onto the invariant space span(I, B - I, J - B))::
 
     alpha:        |alpha_N - alpha|
     v_perp:       ||v_N - <v_N, w*> w*||                 (the population value is 0)
@@ -72,6 +72,7 @@ __all__ = ["ConvergenceResult", "run_convergence", "distances", "fit_slopes", "C
 
 #: Patch dimension of the sigma = 0 control (irrelevant there: every patch is a multiple of w*).
 CONTROL_D = 2
+#: The study's sample sizes N (``patchassoc population --convergence``).
 DEFAULT_NS = (250, 500, 1000, 2000, 4000, 8000, 16000)
 DEFAULT_SEEDS = 8
 #: The sample sizes of the full ``reproduce`` (SPEC section 6, claim 2: reported, not a

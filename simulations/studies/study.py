@@ -10,7 +10,7 @@ one line to the registry (and, if it draws a figure, one drawer in :mod:`patchas
 A study's ``run`` computes and saves its results in a folder and returns an :class:`Outcome`:
 the JSON-ready summary (kept as the step's ``step.json``) and the in-memory results its figures
 are drawn from. Studies never import :mod:`patchassoc.figures`: the command line draws the
-figures from the outcome (:func:`patchassoc.figures.draw`), so the arrows go
+figures from the outcome (:func:`patchassoc.figures.catalog.draw`), so the arrows go
 ``cli -> studies -> engines -> theory`` and ``cli -> figures``.
 """
 from __future__ import annotations

@@ -548,3 +548,14 @@ def test_scaling_writes_into_its_out_folder(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         sc.compute(tmp_path, mode="quick")
     assert seen == {"folder": tmp_path / "cells", "task": str(tmp_path)}
+
+
+def test_result_files_get_the_usual_permissions(tmp_path):
+    """An atomic write goes through a private temporary file (mode 0600); the result is then
+    readable like any file the user writes (0666 less the umask), not private to its owner."""
+    import os
+    from patchassoc.simulations.runtime.results import atomic_write_text
+    old = os.umask(0o022)
+    os.umask(old)
+    path = atomic_write_text(tmp_path / "metrics.json", "{}")
+    assert path.stat().st_mode & 0o777 == 0o666 & ~old

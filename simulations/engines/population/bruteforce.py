@@ -9,7 +9,7 @@ what the exact engine of :mod:`.exact` (which assumes invariance) is tested agai
 Independence. The oracle shares no code with the engines it checks: the softmax, the
 logistic loss and its derivative, the tie rule and the softmax backpropagation
 (grad_Q = A o (grad_A - rowsum(A o grad_A))) are written here, plainly in NumPy, vectorized over
-the patterns; nothing is imported from :mod:`.exact`, :mod:`..kernels` or :mod:`.._scalar`. A
+the patterns; nothing is imported from :mod:`.exact`, :mod:`~patchassoc.simulations.engines.sampled_kernels` or ``_scalar``. A
 bug in an engine primitive therefore shows up as a disagreement
 (tests/engines/population/test_bruteforce.py breaks one on purpose). The one exception is the
 activation act(t) = t^p + nu t: it is the model's definition, not an engine primitive, and the
@@ -21,7 +21,7 @@ itself is checked on its own against libm's pow and sympy's derivatives
 Sums. The per-pattern terms of the risk, the error, the probability and d risk / d alpha are
 summed pairwise (NumPy) within chunks of patterns and the chunk sums with :func:`math.fsum`;
 the D x D gradient in A is summed as matrix products over blocks of ``_BLOCK`` patterns
-(:func:`_blocked_gram`). :attr:`BruteForce.grad_A_abs` and :attr:`BruteForce.grad_alpha_abs`
+(:func:`_blocked_gram`). ``BruteForce.grad_A_abs`` and ``BruteForce.grad_alpha_abs``
 are the sums of the absolute values of the same terms: the scale that rounding errors are
 proportional to, for tolerances on gradients that can vanish. The Bayes error depends on the
 partition and q only and is cached per (partition, q).

@@ -102,6 +102,7 @@ STILL = 1e-6
 TOL_FLOOR = 1e-14
 #: The error criterion's factor on the Bayes error (claim 1).
 BAYES_FACTOR = 1.3
+#: The classes of a flow's limit (:func:`limit_class`).
 LIMIT_CLASSES = ("association", "other sets", "converged", "tie", "undecided")
 METHODS = {"LSODA": LSODA, "Radau": Radau, "BDF": BDF}
 #: Restarts of a failed solver (each with 10 x tighter tolerances) before the flow gives up.
@@ -446,7 +447,7 @@ def _classify(r: dict, status: str) -> dict:
 
 def flow_times(tr: FlowTrajectory, bayes: float, eps: float = 0.1,
                factor: float = BAYES_FACTOR) -> dict:
-    """The time to each criterion along the flow's records (:mod:`..criteria`): Def. 2.2 in every
+    """The time to each criterion along the flow's records (:mod:`~patchassoc.simulations.engines.criteria`): Def. 2.2 in every
     row, share >= 1 - eps, error <= ``factor`` x Bayes + the record's certified bound."""
     if tr.t.size == 0:
         raise ValueError("the flow recorded nothing")

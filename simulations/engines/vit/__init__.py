@@ -5,11 +5,11 @@ loaders (:mod:`.data`), the statistics (:mod:`.stats`) and saved results (:mod:`
 only NumPy/SciPy (and scikit-learn for the bundled digits). Nothing here is imported by the rest
 of the toolkit, and the PyTorch modules are loaded only when one of their names is used.
 
-Public API: :class:`ViTConfig`, :class:`ViT`, :func:`build_model` (models); :class:`Recipe`,
-:data:`RECIPES`, :func:`train_one`, :func:`compare`, :func:`study` (training: the comparison with
-its controls and the shuffled-patch experiment); :class:`ImageData`, :func:`load_dataset`,
-:func:`block_permutation`, :func:`shuffle_blocks` (data); :class:`ViTResult`,
-:class:`ShuffleResult` (results); :func:`mean_ci`, :func:`paired_gap_ci`, :func:`locality_z`
+Public API: :class:`~.models.ViTConfig`, :class:`~.models.ViT`, :func:`~.models.build_model` (models); :class:`~.training.Recipe`,
+:data:`~.training.RECIPES`, :func:`~.training.train_one`, :func:`~.training.compare`, :func:`~.training.study` (training: the comparison with
+its controls and the shuffled-patch experiment); :class:`~.data.ImageData`, :func:`~.data.load_dataset`,
+:func:`~.data.block_permutation`, :func:`~.data.shuffle_blocks` (data); :class:`~.comparison.ViTResult`,
+:class:`~.comparison.ShuffleResult` (results); :func:`~.stats.mean_ci`, :func:`~.stats.paired_gap_ci`, :func:`~.stats.locality_z`
 (statistics).
 """
 from __future__ import annotations

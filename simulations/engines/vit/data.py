@@ -371,7 +371,7 @@ def patch_permutation(n_patches: int, seed: int) -> np.ndarray:
 def check_block(image_shape: tuple[int, ...], block, patch: int | None = None) -> int:
     """Validate a shuffle block size: a positive integer dividing the image height and width and,
     when ``patch`` is given, a multiple of the patch side (so a shuffle moves whole patches).
-    Returns it as an int; raises :class:`UsageError` naming the option ``--shuffle``."""
+    Returns it as an int; raises :class:`~.UsageError` naming the option ``--shuffle``."""
     H, W = image_shape[:2]
     if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
         raise UsageError(f"--shuffle {block!r}: the block size must be a positive integer "

@@ -6,15 +6,18 @@ downstream seed k within it, grid size N_n. Every method shares the seeds (a pai
 
 - Mean curve: the mean over all (u, k) cells at each N.
 - N_eps (SPEC section 6, claim 5): let k be the first grid index whose mean error is <= eps.
+
   * k = 0: N_eps = N_0 (with N_0 = 1 this is exact; with N_0 > 1 it is only known to be <= N_0,
     flagged ``at_grid_start``);
   * N_k - N_{k-1} = 1 (the integer part of the grid): N_eps = N_k, exactly the SPEC definition;
   * otherwise (the geometric part) log-linear interpolation between the bracketing points,
-        log N_eps = log N_{k-1} + (mean_{k-1} - eps) / (mean_{k-1} - mean_k) (log N_k - log
-        N_{k-1}),
-    reported with its bracket (N_{k-1}, N_k];
+    reported with its bracket (N_{k-1}, N_k]::
+
+        log N_eps = log N_{k-1} + (mean_{k-1} - eps) / (mean_{k-1} - mean_k) (log N_k - log N_{k-1})
+
   * no grid point reaches eps: censored, N_eps > N_max (``None`` in JSON, flagged). Nothing is
     ever extrapolated beyond the grid.
+
 - Ratio N_eps(best baseline) / N_eps(pretrained), the best baseline being the one with the smallest
   N_eps. If the pretrained curve never reaches eps the ratio is 0; if no baseline does, the ratio
   is censored and its lower bound N_max / N_eps(pretrained) is what is reported (flagged

@@ -11,6 +11,7 @@ descent (:func:`patchassoc.simulations.engines.sampled_descent.gradient_descent`
 for a fixed budget of steps or until the training loss is <= tol. The methods differ only in the
 attention:
 
+==============  ======================================================================
 ``pretrained``  the logits Q learned upstream, frozen;
 ``identity``    A = I (logits 0 on the diagonal, -1000 elsewhere: the off-diagonal weights are
                 exactly 0 in float64), frozen;
@@ -22,6 +23,7 @@ attention:
 ``joint``       v and the attention trained together from the standard initialization (Q0 =
                 kappa I, or P0 = sqrt(kappa) I for the Gram form) with the upstream eta_Q, on the
                 same N samples and with the same budget.
+==============  ======================================================================
 
 Randomness (SPEC sections 1-2, explicit seeded generators): the downstream feature of sweep seed
 s is drawn from ``SeedSequence((master, 0, s))``; a cell (method, N, s) draws its training sample,
@@ -182,6 +184,7 @@ class Upstream:
 
     @classmethod
     def from_result(cls, result: TrainResult) -> "Upstream":
+        """The upstream of a finished training run (its configuration, structure, w* and v)."""
         return cls(config=result.config, seed=int(result.seed), structure=result.structure,
                    w_star=np.asarray(result.w_star, dtype=np.float64),
                    theta=np.asarray(result.trajectory.theta, dtype=np.float64))
@@ -259,7 +262,7 @@ def feature_stream(master_seed: int, seed: int) -> np.random.Generator:
 
 
 def cell_streams(master_seed: int, seed: int, N: int) -> dict[str, np.random.Generator]:
-    """Independent generators ``train``, ``init``, ``test`` of the cells (*, N, seed)."""
+    """Independent generators ``train``, ``init``, ``test`` of the cells ``(*, N, seed)``."""
     children = np.random.SeedSequence((int(master_seed), 1, int(seed), int(N))).spawn(3)
     return {name: np.random.default_rng(c) for name, c in zip(("train", "init", "test"), children)}
 

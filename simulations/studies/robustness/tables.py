@@ -53,10 +53,10 @@ def _cause(code: str, why: str) -> dict:
 
 def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
                    preview: bool = False) -> dict:
-    """Claim 1 for one variant from its point records (:func:`flow_cell`), by claim 1's summary
+    """Claim 1 for one variant from its point records (:func:`~.runs.flow_cell`), by claim 1's summary
     and cause on the sub-grid, with what the robustness table adds: the starts' signs, stalled
     flows (:func:`_stalled`), points whose variant q leaves the regime, the limit
-    against the reference's (:func:`same_limit`) and the time to 1.3 x Bayes against it."""
+    against the reference's (:func:`~.variants.same_limit`) and the time to 1.3 x Bayes against it."""
     recs = list(recs)
     if not recs:
         return {"status": "not run"}
@@ -109,7 +109,7 @@ def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
 
 
 def claim7_reading(recs: Sequence[dict]) -> dict:
-    """Claim 7 for one variant from its family records (:func:`family_cell`), by claim 7's rule:
+    """Claim 7 for one variant from its family records (:func:`~.runs.family_cell`), by claim 7's rule:
     the local exponent of the certified upper ends increases at every pair and rises by
     >= ``MIN_RISE``; identity and uniform attention (error of sign f = sign T, at the variant's
     q) fail it; the Bayes error passes it, else no verdict. The cause of a FAIL: (iii) a control
@@ -190,7 +190,7 @@ def _unsettled_text(r: dict) -> str:
 
 
 def claim2_reading(recs: Sequence[dict]) -> dict:
-    """Claim 2 for one variant from its seed records (:func:`seed_cell`): a reading, never a
+    """Claim 2 for one variant from its seed records (:func:`~.runs.seed_cell`): a reading, never a
     verdict (5 seeds cannot meet the Wilson rule): the pass count at H, each seed's time to the
     seed rule, the failing seeds' cause by claim 2's rule, the starts' signs and the seeds still
     stalled at H (:func:`_stalled`)."""
@@ -314,7 +314,7 @@ def _fails_text(rows, claim: str) -> str:
 
 
 def _limit_text(rows, lead: str, what: str, ref_max: float | None = None) -> str:
-    """Whether the flow's limit is the reference's (:func:`same_limit`) for rows that change
+    """Whether the flow's limit is the reference's (:func:`~.variants.same_limit`) for rows that change
     only the path, with their times to 1.3 x Bayes against the reference's."""
     rows = [r for r in rows if r["claim1"].get("same_limit_of")]
     if not rows:

@@ -4,9 +4,9 @@ A symmetry-reduced enumeration over the multisets of noise-set states (SPEC sect
 complete or truncated with certified bounds on what it leaves out, and the exact Bayes error.
 The package's parts, each named for what it does:
 
-- :mod:`.evaluator`: :func:`evaluate`, :func:`evaluate_gram`, :class:`Evaluator` (along a
-  trajectory) and the result :class:`Evaluation`;
-- :mod:`.states`: the noise-set states, the counts and task lists, and :func:`plan` (the
+- :mod:`.evaluator`: :func:`~.evaluator.evaluate`, :func:`~.evaluator.evaluate_gram`, :class:`~.evaluator.Evaluator` (along a
+  trajectory) and the result :class:`~.evaluator.Evaluation`;
+- :mod:`.states`: the noise-set states, the counts and task lists, and :func:`~.states.plan` (the
   truncation and the pruning thresholds for a tolerance);
 - :mod:`.bounds`: the certified bounds of the omitted part;
 - :mod:`.replay`: replays of a search's leaves at the next points of a trajectory;

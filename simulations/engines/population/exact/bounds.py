@@ -1,7 +1,7 @@
 """Certified bounds on what an enumeration of the exact engine leaves out.
 
-Every configuration with n nonzero noise entries has |f|, |df/dalpha|, |df/da|, |df/db|,
-|df/dc| at most c1 (C + n) and a loss at most c0 + c1 (C + n) (:func:`_coefficients`), so
+Every configuration with n nonzero noise entries has |f|, |df/dalpha|, |df/da|, |df/db|, |df/dc|
+at most c1 (C + n) and a loss at most c0 + c1 (C + n) (:func:`_coefficients`), so
 the omitted part of a quantity over ANY omitted set O is at most
 c0 P(O) + c1 E[(C + n) 1_O]: two sums per omitted set are all a certificate needs. An
 enumeration omits three sets (``docs/exact_engine.md``):
@@ -30,7 +30,7 @@ from patchassoc.theory.invariant import attention_values
 #: Safety factor on the computed tail sums (their own rounding error is ~1e-15 relative).
 _BOUND_SAFETY = 1.0 + 1e-9
 
-#: The quantities a bound is certified for, in the order of an :class:`Evaluation`'s bounds.
+#: The quantities a bound is certified for, in the order of an :class:`~.evaluator.Evaluation`'s bounds.
 QUANTITIES = ("risk", "error", "alpha", "a", "b", "c")
 
 

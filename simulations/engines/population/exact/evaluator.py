@@ -407,7 +407,7 @@ class Evaluator:
     - the threshold of the pruning by margin, set from the sums measured at the last search:
       the tilted bounds of the subtrees skipped there summed to r times their threshold, so
       the threshold aims at ``_MARGIN_AIM`` of the margin's share of ``tol`` (never below the
-      a-priori threshold of :func:`plan`);
+      a-priori threshold of :func:`~.states.plan`);
     - the leaves of the last search, which later points replay (only those leaves are
       computed) while the replay's own certified bounds meet ``tol``; a search's margin bounds
       cover the path extrapolated a few steps ahead, so that its replays last.

@@ -1,0 +1,202 @@
+"""The API reference (issue 28): every module is in it, docstrings agree with their signatures,
+and ``sphinx-build -W`` passes (so a malformed docstring or a broken cross-reference fails the
+tests, and CI with them).
+
+The build needs the ``docs`` extra (``pip install -e '.[test,docs]'``, the README's test
+command); without Sphinx those tests skip and say so.
+"""
+from __future__ import annotations
+
+import configparser
+import importlib
+import inspect
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+# -- every module has a page ------------------------------------------------------------------
+def package_modules() -> set[str]:
+    """Every module of the installed packages listed in setup.cfg, private ones excluded."""
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    packages = cfg["options"]["packages"].split()
+    found = set(packages)
+    for name in packages:
+        for info in pkgutil.iter_modules(importlib.import_module(name).__path__):
+            found.add(f"{name}.{info.name}")
+    return {m for m in found if not any(part.startswith("_") for part in m.split("."))}
+
+
+def documented_modules(pages: str) -> set[str]:
+    return set(re.findall(r"^\.\. automodule:: (\S+)$", pages, flags=re.M))
+
+
+def reference_pages() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(DOCS.rglob("*.md"))
+                     if "_build" not in p.parts)
+
+
+def test_every_module_is_in_the_reference():
+    missing = package_modules() - documented_modules(reference_pages())
+    assert not missing, f"modules without an automodule directive in docs/: {sorted(missing)}"
+
+
+def test_a_module_left_out_is_noticed():
+    pages = reference_pages().replace(".. automodule:: patchassoc.theory.bayes\n", "")
+    assert package_modules() - documented_modules(pages) == {"patchassoc.theory.bayes"}
+
+
+# -- docstrings agree with their signatures ----------------------------------------------------
+def parameter_drift(obj) -> str | None:
+    """Why the numpydoc ``Parameters`` section of ``obj`` disagrees with its signature, or None.
+
+    Every documented name must be a parameter, and the entries (a grouped entry ``a, b`` by its
+    first name) must follow the signature's order. Leaving a parameter out is allowed here: the
+    public API's completeness is numpydoc's validation (PR01) in the Sphinx build."""
+    from numpydoc.docscrape import NumpyDocString
+    doc = inspect.getdoc(obj)
+    if not doc or not re.search(r"^Parameters\n-{3,}$", doc, flags=re.M):
+        return None
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    order = {name: k for k, name in enumerate(signature.parameters)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        entries = NumpyDocString(doc)["Parameters"]
+    last = -1
+    for entry in entries:
+        names = [n.strip().lstrip("*") for n in entry.name.split(",") if n.strip()]
+        unknown = [n for n in names if n not in order]
+        if unknown:
+            return f"documents {unknown}, not parameters of {list(order)}"
+        if order[names[0]] < last:
+            return f"documents {names[0]!r} out of the signature's order {list(order)}"
+        last = order[names[0]]
+    return None
+
+
+def _public_callables():
+    for module_name in sorted(package_modules()):
+        module = importlib.import_module(module_name)
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module_name:
+                continue
+            if inspect.isclass(obj):
+                yield f"{module_name}.{name}", obj
+                for attr, member in vars(obj).items():
+                    if inspect.isfunction(member) and not attr.startswith("_"):
+                        yield f"{module_name}.{name}.{attr}", member
+            elif callable(obj):
+                yield f"{module_name}.{name}", getattr(obj, "py_func", obj)   # Numba: its source
+
+
+def test_parameters_sections_follow_the_signatures():
+    pytest.importorskip("numpydoc", reason="the docs extra: pip install -e '.[docs]'")
+    checked, drifted = 0, []
+    for name, obj in _public_callables():
+        why = parameter_drift(obj)
+        checked += inspect.getdoc(obj) is not None and "Parameters\n---" in inspect.getdoc(obj)
+        if why:
+            drifted.append(f"{name}: {why}")
+    assert checked >= 40, checked          # the scan reaches the documented functions
+    assert not drifted, "\n".join(drifted)
+
+
+def test_a_drifted_docstring_is_noticed():
+    pytest.importorskip("numpydoc", reason="the docs extra: pip install -e '.[docs]'")
+
+    def renamed(config, steps):
+        """Run.
+
+        Parameters
+        ----------
+        config : Config
+        n_steps : int
+        """
+
+    def swapped(config, steps):
+        """Run.
+
+        Parameters
+        ----------
+        steps : int
+        config : Config
+        """
+
+    def grouped(x_train, y_train, x_test, y_test):
+        """Fit.
+
+        Parameters
+        ----------
+        x_train, x_test : arrays
+        y_train, y_test : arrays
+        """
+
+    assert "n_steps" in parameter_drift(renamed)
+    assert "order" in parameter_drift(swapped)
+    assert parameter_drift(grouped) is None
+
+
+# -- the Sphinx build ---------------------------------------------------------------------------
+def _sphinx(*args: str, cwd: Path = ROOT, pythonpath: Path | None = None):
+    for module in ("sphinx", "numpydoc", "myst_parser", "pydata_sphinx_theme"):
+        pytest.importorskip(module, reason="the docs extra: pip install -e '.[test,docs]'")
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath),
+                                                          env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "sphinx", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_reference_builds_with_warnings_as_errors(tmp_path):
+    """The build CI runs: every warning (a malformed docstring, a broken cross-reference, a
+    public function whose docstring leaves out or misnames a parameter) is an error."""
+    run = _sphinx("-W", "--keep-going", "-q", "-j", "2", "-b", "html", str(DOCS),
+                  str(tmp_path / "html"))
+    assert run.returncode == 0, run.stderr[-4000:]
+    html = tmp_path / "html"
+    for page in ("index.html", "tutorial.html", "SPEC.html", "gallery.html", "cli.html",
+                 "api/public.html", "api/engines.html"):
+        assert (html / page).is_file(), page
+    public = (html / "api" / "public.html").read_text(encoding="utf-8")
+    assert 'id="patchassoc.population_flow"' in public     # the docstrings are rendered
+    assert "patchassoc reproduce" in (html / "cli.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("docstring, message", [
+    ("See :func:`patchassoc.no_such_function`.", "patchassoc.no_such_function"),
+    ("An ``unclosed literal.",
+     "Inline literal start-string without end-string"),
+])
+def test_a_broken_docstring_fails_the_build(tmp_path, docstring, message):
+    """The same configuration (docs/conf.py) on a one-page project whose module has a broken
+    cross-reference or malformed reST: the build fails and names it."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "brokendoc.py").write_text(
+        f'"""Module.\n\n{docstring}\n"""\n\n\ndef f():\n    """Nothing."""\n', encoding="utf-8")
+    (tmp_path / "src" / "index.md").write_text(textwrap.dedent("""\
+        # One page
+
+        ```{eval-rst}
+        .. automodule:: brokendoc
+           :members:
+        ```
+        """), encoding="utf-8")
+    run = _sphinx("-W", "--keep-going", "-q", "-c", str(DOCS), "-b", "html",
+                  str(tmp_path / "src"), str(tmp_path / "html"), pythonpath=tmp_path)
+    assert run.returncode != 0
+    assert message in run.stderr, run.stderr[-2000:]
