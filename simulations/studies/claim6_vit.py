@@ -367,12 +367,16 @@ def _cause(summary: dict, kind: str, floor: float, lo: float, hi: float,
             if len(curve) >= 2 and curve[-1] < 0.99 * curve[-2]:
                 moving.append(f"{labels[k]} {curve[-2]:.3f} -> {curve[-1]:.3f}")
         names = " and ".join(labels[k] for k in below)
+        unknown = [labels[k] for k in below if len(summary[k].get("train_loss_per_epoch") or []) < 2]
         if len(moving) == len(below):
             return dict(code="i", why=f"{names} below the floor of {100 * floor:g} % after the "
                         f"declared {epochs} epochs, training loss still falling over the last "
                         f"epoch ({'; '.join(moving)})")
-        return dict(code="ii", why=f"{names} below the floor of {100 * floor:g} % after the "
-                    f"declared {epochs} epochs")
+        why = f"{names} below the floor of {100 * floor:g} % after the declared {epochs} epochs"
+        if unknown:   # the rule's "otherwise", but say that the trend was not there to read
+            why += (f" (no per-epoch training loss for {' and '.join(unknown)} to show whether it "
+                    f"was still falling: {summary.get('loss_curves_missing', 'not recorded')})")
+        return dict(code="ii", why=why)
     return dict(code="ii", why=f"the gap's 95 % CI [{lo:+.2f}, {hi:+.2f}] leaves +-"
                 f"{max_gap_points:g} points after the declared {epochs} epochs")
 
@@ -552,7 +556,8 @@ def _fill_loss_curves(summary: dict, folder: Path) -> None:
 
     try:
         result = ViTResult.load(folder)
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError) as exc:
+        summary["loss_curves_missing"] = f"{type(exc).__name__}: {exc}"
         return
     for k in kinds:
         if k in result.kinds:

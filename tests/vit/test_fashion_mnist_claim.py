@@ -39,6 +39,7 @@ def test_the_declared_study_decides_and_its_floor_is_84_percent():
     low = claim6_vit.claim6(summary(pos=0.835, std=0.838))
     assert not low["passed"] and "below the floor of 84 %: positional, standard" in low["detail"]
     assert low["cause"]["code"] == "ii"  # no loss curves: nothing says it was still moving
+    assert "no per-epoch training loss for positional and standard" in low["cause"]["why"]
     # the same numbers pass the digits' gap rule but not its floor of 93 %
     assert not claim6_vit.claim6(summary(data="digits"))["passed"]
     assert claim6_vit.claim6(summary(data="digits"))["claim"].startswith("decided on digits:")
@@ -140,3 +141,15 @@ def test_a_summary_saved_without_loss_curves_gets_them_from_its_arrays(tmp_path)
                                rtol=1e-15)
     np.testing.assert_allclose(res.summary()["content"]["train_loss_per_epoch"],
                                loss[0].mean(axis=0), rtol=1e-15)
+
+
+def test_a_folder_whose_arrays_cannot_be_read_says_why_its_cause_has_no_trend(tmp_path):
+    """A summary without per-epoch losses in a folder whose arrays cannot be loaded (written
+    before result folders had a manifest, say): the FAIL is the rule's (ii), and its cause says
+    that the trend was not there to read, and why."""
+    write_json(tmp_path / "summary.json", summary(pos=0.83, std=0.82))
+    (tmp_path / "arrays.npz").write_bytes(b"not an npz")
+    rec = claim6_vit.decide(None, tmp_path)
+    assert rec["status"] == "fail" and rec["cause"]["code"] == "ii"
+    assert "no per-epoch training loss for positional and standard" in rec["cause"]["why"]
+    assert str(tmp_path) in rec["cause"]["why"]    # the reason names the folder
