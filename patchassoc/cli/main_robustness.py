@@ -26,6 +26,7 @@ SPEC section 6 (robustness).
 from __future__ import annotations
 
 from pathlib import Path
+from patchassoc.cli.options import add_dask_options
 
 NAME = "robustness"
 HELP = ("claims 1, 2 and 7 under one change at a time from the reference choices (activation, "
@@ -39,8 +40,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="claim 1's reference point (4, 4, 256) for every row: a preview")
     parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
-    parser.add_argument("--dask", default=None, metavar="ADDRESS",
-                        help="run the cells on this Dask scheduler")
+    add_dask_options(parser, "run the cells on this Dask scheduler")
     parser.add_argument("--no-figures", action="store_true", help="skip the figure")
 
 

@@ -454,9 +454,11 @@ def test_a_full_output_fails_in_one_line_and_leaves_no_loadable_result(tmpfs, ca
 
 
 # -- Dask ---------------------------------------------------------------------------------------
-def test_an_unreachable_dask_scheduler_is_one_line_after_the_timeout(tmp_path, capsys):
+@pytest.mark.parametrize("command", ["grid", "seeds", "scaling", "transfer", "robustness"])
+def test_an_unreachable_dask_scheduler_is_one_line_after_the_timeout(tmp_path, capsys, command):
+    """Every command that takes --dask takes --dask-timeout too (robustness did not)."""
     t0 = time.monotonic()
-    status = main(["grid", "--quick", "--dask", "tcp://127.0.0.1:1", "--dask-timeout", "1",
+    status = main([command, "--quick", "--dask", "tcp://127.0.0.1:1", "--dask-timeout", "1",
                    "--out", str(tmp_path), "--quiet"])
     err = _lines(capsys.readouterr().err)
     assert status == 2 and len(err) == 1 and time.monotonic() - t0 < 30
