@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchassoc.cli.options import add_dask_options
+from patchassoc.cli.options import add_dask_options, positive_int
 
 
 NAME = "grid"
@@ -69,7 +69,7 @@ def add_arguments(parser) -> None:
                         help="largest D that also gets the 10,000-step GD reading (default 32: "
                              "beyond the declared grid the flow alone is run; the GD reading "
                              "costs many times the flow there)")
-    parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     add_dask_options(parser, "run the points on this Dask scheduler")
     parser.add_argument("--no-figures", action="store_true", help="skip the map")
 
@@ -79,8 +79,6 @@ def run(ctx) -> dict:
     from patchassoc.simulations.studies.claim1_grid import compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
-    if a.jobs < 1:
-        raise ValueError("--jobs must be >= 1")
     if a.max_D is not None and not 4 <= a.max_D <= 48:
         raise ValueError("--max-D must lie in 4..48")
     summary = compute(ctx.out, ds=_ints(a.ds) if a.ds else None, max_D=a.max_D,

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from patchassoc.simulations.runtime.errors import CorruptFile, UsageError
+from patchassoc.cli.options import positive_int
 from patchassoc.simulations.runtime.executor import (Step, default_jobs, describe_change,
                                                      plan_steps, run_steps, stale_inputs,
                                                      stored_step)
@@ -73,7 +74,7 @@ def add_arguments(parser) -> None:
                              "for other work (another seed, configuration, --quick or protocol)")
     parser.add_argument("--only", action="append", default=[], metavar="STEP",
                         help=f"run only these steps ({', '.join(s.name for s in studies())})")
-    parser.add_argument("--jobs", type=int, default=None, metavar="J",
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="J",
                         help="steps run side by side, one core each (default: every core; 1 "
                              "runs them one after the other in this process)")
 
@@ -152,8 +153,6 @@ def run(ctx) -> dict:
     if unknown:
         raise ValueError(f"unknown step(s) {', '.join(unknown)} (steps: {', '.join(names)})")
     jobs = default_jobs() if ctx.args.jobs is None else ctx.args.jobs
-    if jobs < 1:
-        raise ValueError(f"--jobs must be >= 1, got {jobs}")
     if ctx.args.force and ctx.args.no_recompute:
         raise UsageError("--force and --no-recompute exclude each other")
     selected = [s for s in STUDIES if not ctx.args.only or s.name in ctx.args.only]

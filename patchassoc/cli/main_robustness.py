@@ -26,7 +26,7 @@ SPEC section 6 (robustness).
 from __future__ import annotations
 
 from pathlib import Path
-from patchassoc.cli.options import add_dask_options
+from patchassoc.cli.options import add_dask_options, positive_int
 
 NAME = "robustness"
 HELP = ("claims 1, 2 and 7 under one change at a time from the reference choices (activation, "
@@ -39,7 +39,7 @@ __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="claim 1's reference point (4, 4, 256) for every row: a preview")
-    parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     add_dask_options(parser, "run the cells on this Dask scheduler")
     parser.add_argument("--no-figures", action="store_true", help="skip the figure")
 
@@ -48,8 +48,6 @@ def run(ctx) -> dict:
     from patchassoc.simulations.studies.robustness.run import SUMMARY, compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
-    if a.jobs < 1:
-        raise ValueError("--jobs must be >= 1")
     summary = compute(ctx.out, mode="quick" if a.quick else "full", base=ctx.preset_name,
                       seed=ctx.seed, sample_config=ctx.config, jobs=a.jobs, dask=a.dask,
                       progress=ctx.progress and not ctx.json)

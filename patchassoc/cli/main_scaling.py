@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from patchassoc.cli.options import add_dask_options
+from patchassoc.cli.options import add_dask_options, positive_int
 
 
 NAME = "scaling"
@@ -111,7 +111,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--steps-per-log", type=float, default=STEPS_PER_LOG,
                         help="GD budget T(d) = ceil(this x ln d) (default 1000)")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on T(d)")
-    parser.add_argument("--jobs", type=int, default=1, help="cells computed at a time")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="cells computed at a time")
     add_dask_options(parser, "compute the cells on this Dask scheduler")
     parser.add_argument("--no-figures", action="store_true", help="skip the figures")
 

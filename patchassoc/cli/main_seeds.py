@@ -23,7 +23,7 @@ SPEC section 6, claim 2, and "Claims read at a declared horizon".
 """
 from __future__ import annotations
 
-from patchassoc.cli.options import add_dask_options
+from patchassoc.cli.options import add_dask_options, positive_int
 
 
 NAME = "seeds"
@@ -43,7 +43,7 @@ def add_arguments(parser) -> None:
                         help="train each seed to H steps (default: the declared horizon; "
                              "another value is a preview); the config's steps is the budget "
                              "step read beside it")
-    parser.add_argument("--jobs", type=int, default=1, help="seeds trained at a time")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="seeds trained at a time")
     add_dask_options(parser, "train the seeds on this Dask scheduler")
     parser.add_argument("--no-control", action="store_true",
                         help="skip the Fig. 2 control (gaussian-cnn data)")
@@ -55,8 +55,6 @@ def run(ctx) -> dict:
     from patchassoc.simulations.studies.claim2_seeds import compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
-    if a.jobs < 1:
-        raise ValueError("--jobs must be >= 1")
     if a.horizon is not None and a.horizon < 1:
         raise ValueError("--horizon must be >= 1")
     summary = compute(ctx.config, ctx.out, n_seeds=a.seeds, quick=a.quick, jobs=a.jobs,

@@ -8,7 +8,7 @@ recomputing them.
 """
 from __future__ import annotations
 
-from patchassoc.cli.options import add_dask_options
+from patchassoc.cli.options import add_dask_options, positive_int
 
 
 NAME = "transfer"
@@ -35,7 +35,7 @@ def add_arguments(parser) -> None:
                         help=f"a preview on {P.QUICK['upstream_seeds']} x "
                              f"{P.QUICK['downstream_seeds']} seeds and N up to "
                              f"{P.QUICK['Ns'][-1]} (not a verdict)")
-    parser.add_argument("--jobs", type=int, default=None, metavar="K",
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="K",
                         help="local worker processes (default: all cores)")
     add_dask_options(parser, "run the upstream x downstream cells on the Dask scheduler at "
                              "ADDRESS instead of local processes (--jobs is then ignored; needs "

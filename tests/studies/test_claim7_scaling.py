@@ -352,7 +352,7 @@ def test_n_assoc_takes_the_first_N_with_enough_seeds():
     (["scaling", "--ks", "a"], "expected integers"),
     (["scaling", "--L-rule", "sqrt"], "L_rule"),
     (["scaling", "--quick", "--reduced"], "exclude each other"),
-    (["scaling", "--jobs", "0"], "jobs must be >= 1"),
+    (["scaling", "--jobs", "0"], "argument --jobs: expected a positive integer"),
     (["scaling", "--steps-per-log", "-1"], "steps-per-log"),
     (["scaling", "--sweep-ks", "0"], "positive integers"),
     (["scaling", "--t-max", "-1"], "positive finite"),

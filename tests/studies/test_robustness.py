@@ -345,4 +345,4 @@ def test_robustness_quick_json_check_from_and_bad_input(tmp_path, capsys):
     assert "Robustness: one change at a time" in text and "PREVIEW" in text
     assert "kappa = 0 (control)" in text
     assert main(["robustness", "--jobs", "0", "--out", str(tmp_path / "x")]) == 2
-    assert "--jobs must be >= 1" in capsys.readouterr().err
+    assert "argument --jobs: expected a positive integer, got '0'" in capsys.readouterr().err
