@@ -16,7 +16,8 @@ Sources (each read, never recomputed):
   one frame per recorded step, the matrix rebuilt from (a, b, c);
 - the exact flow (:class:`~patchassoc.simulations.engines.population.flow.FlowResult`): frames at
   log-spaced times from t = 0 to the horizon, the matrix rebuilt from the solver's dense output
-  (``trajectory.at(t)``), so any number of frames is exact;
+  (``trajectory.at(t)``, its interpolant, within the solver's tolerances), so the number of
+  frames is free of the records;
 - sampled training (:class:`~patchassoc.simulations.engines.sampled_descent.TrainResult`): one
   frame per recorded attention map.
 
@@ -135,7 +136,8 @@ def population_frames(result) -> Frames:
 
 def flow_frames(result, count: int = FLOW_FRAMES) -> Frames:
     """``count`` frames at log-spaced times from 0 to the horizon reached, the attention rebuilt
-    from the flow's dense output (exact at every frame, whatever ``count``)."""
+    from the flow's dense output (the solver's interpolant, as accurate as its steps, whatever
+    ``count``)."""
     if int(count) != count or count < 2:
         raise ValueError(f"count must be an integer >= 2, got {count!r}")
     tr, cfg = result.trajectory, result.config
