@@ -12,7 +12,6 @@ from pathlib import Path
 
 import patchassoc
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -53,9 +52,10 @@ numpydoc_validation_exclude = {r"^(?!patchassoc\.(Config\.)?[A-Za-z_]+$)"}
 
 # -- cross-references -----------------------------------------------------------------------
 nitpicky = True
-# Types of other projects (no intersphinx: the build runs offline) and the numpydoc type words.
+# Names of other projects (no intersphinx: the build runs offline).
 nitpick_ignore_regex = [
-    (r"py:.*", r"(numpy|np|scipy|pathlib|matplotlib|torch|dask|typing|collections|os|math|argparse|json)\..*"),
+    (r"py:.*", r"(numpy|np|scipy|pathlib|matplotlib|torch|dask|typing|collections|os|math|"
+               r"argparse|json)\..*"),
     # private objects (a leading underscore) are not in the reference: a docstring may name
     # them for the reader of the source, the pages show the name as code
     (r"py:.*", r"(.*\.)?_[A-Za-z].*"),
@@ -64,7 +64,6 @@ nitpick_ignore_regex = [
 # -- MyST -----------------------------------------------------------------------------------
 myst_enable_extensions = ["dollarmath"]
 myst_heading_anchors = 3
-suppress_warnings = []
 
 # -- HTML -----------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
