@@ -16,9 +16,15 @@ Everything is timed interleaved (step, serial step, each read, ...) in one proce
 minimum of the repetitions is kept, so a burst of load from other processes hits all of them
 alike; the load average is recorded next to them. Each repetition calls every function
 :data:`BLOCK` times in a row, the Numba functions first, then NumPy's, and times all calls but
-the first: OpenBLAS and the OpenMP runtime keep their idle threads spinning for a while after a
-call, and a spinning thread takes a core from the next function's first call (training runs a
-step after a step, never after a threaded BLAS call).
+the first. Before each of the two groups the benchmark sleeps :data:`POOL_IDLE_SECONDS`: a
+thread pool keeps its idle threads spinning for a while after a call, and a spinning thread
+takes a core from whatever runs next. OpenMP's spin is short (the untimed first call absorbs
+it), OpenBLAS's is not: by default its threads spin for 2^28 cycles (0.11 s at 2.45 GHz), the
+length of a whole block of steps. Training runs a step after a step, never after a threaded
+BLAS call, so the step is timed with the cores to itself, as the reads are. Earlier versions
+did not pause, and timed every step inside OpenBLAS's spin; that reading is still taken, one
+step called right after the reads in each repetition (``seconds_after_blas``,
+``ratio_after_blas``), so that older numbers stay comparable.
 
 For comparison, an idiomatic PyTorch-CPU autograd step (softmax, two matrix products, the
 logistic loss as ``logaddexp(0, -m)``, ``backward``) runs in a separate process, if torch is
@@ -57,7 +63,7 @@ import numpy as np
 from patchassoc.simulations.engines import sampled_kernels as kernels
 
 __all__ = ["sampled_step_vs_read", "roofline", "describe", "MIN_REPEATS", "BLOCK", "READS",
-           "IN_CACHE_BYTES"]
+           "IN_CACHE_BYTES", "POOL_IDLE_SECONDS"]
 
 #: Interleaved repetitions at least (the minimum over them is kept): on a loaded machine a
 #: single 20 ms timing is often preempted, the minimum of many is not (with 15, the ratio of one
@@ -67,6 +73,10 @@ MIN_REPEATS = 30
 #: Consecutive calls of each function per repetition; all but the first are timed (the module
 #: docstring).
 BLOCK = 3
+
+#: Seconds slept before each group of calls of one thread pool (the module docstring): longer
+#: than OpenBLAS's default spin of its idle threads, 2^28 cycles, at clocks down to 1 GHz.
+POOL_IDLE_SECONDS = 0.3
 
 #: Bytes of X timed in the caches for the roofline (:func:`roofline`): half of the 512 KiB
 #: second-level cache of a core of this project's machines (AMD EPYC), so that the samples, v,
@@ -90,7 +100,7 @@ import json, sys, time
 import numpy as np
 import torch
 data = np.load(sys.argv[1])
-repeats, block = int(sys.argv[2]), int(sys.argv[3])
+repeats, block, pause = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 X, y, v0, Q0 = (data[k] for k in ("X", "y", "v", "Q"))
 p, nu = int(data["p"]), float(data["nu"])
 X2 = X.reshape(-1, X.shape[2])
@@ -110,19 +120,22 @@ def step():
 
 
 reads = {"read": lambda: X2 @ v0, "read_3d": lambda: X @ v0}
-fns = {"torch": step, **reads}  # torch's OpenMP threads, then BLAS
+pools = [{"torch": step}, reads]  # torch's OpenMP threads, then NumPy's BLAS
 for _ in range(3):
-    for fn in fns.values():
-        fn()
-best = {k: float("inf") for k in fns}
+    for pool in pools:
+        for fn in pool.values():
+            fn()
+best = {k: float("inf") for pool in pools for k in pool}
 for _ in range(repeats):
-    for key, fn in fns.items():
-        fn()
-        for _ in range(block - 1):
-            t0 = time.perf_counter(); out = fn(); t1 = time.perf_counter()
-            best[key] = min(best[key], t1 - t0)
-            if key == "torch":
-                grad_v = out
+    for pool in pools:
+        time.sleep(pause)  # the other pool's idle threads stop spinning
+        for key, fn in pool.items():
+            fn()
+            for _ in range(block - 1):
+                t0 = time.perf_counter(); out = fn(); t1 = time.perf_counter()
+                best[key] = min(best[key], t1 - t0)
+                if key == "torch":
+                    grad_v = out
 print(json.dumps({"seconds": best["torch"], "read_seconds": best["read"],
                   "read_3d_seconds": best["read_3d"],
                   "threads": torch.get_num_threads(), "version": torch.__version__,
@@ -147,16 +160,19 @@ def _one_blas_thread():
     return lambda: threadpool_limits(limits=1, user_api="blas")
 
 
-def _torch_step(X, y, v, A, p, nu, repeats, grad_v) -> tuple[dict | None, np.ndarray | None]:
-    """The PyTorch peer step in a separate process: (summary, its grad_v), or (None, None) if
-    torch is not importable."""
+def _torch_step(X, y, v, A, p, nu, repeats, grad_v, pause=POOL_IDLE_SECONDS
+                ) -> tuple[dict | None, np.ndarray | None]:
+    """The PyTorch peer step in a separate process, timed as this process times its step
+    (``pause`` seconds before each thread pool's calls): (summary, its grad_v), or (None, None)
+    if torch is not importable."""
     if importlib.util.find_spec("torch") is None:
         return None, None
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "step.npz")
         np.savez(path, X=X, y=y, v=v, Q=np.log(A), p=p, nu=nu)
         proc = subprocess.run([sys.executable, "-c", _TORCH_STEP, path, str(repeats),
-                               str(BLOCK)], capture_output=True, text=True, timeout=1800)
+                               str(BLOCK), str(pause)], capture_output=True, text=True,
+                              timeout=1800)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else
                 f"exit {proc.returncode}"}, None
@@ -210,7 +226,8 @@ def _floor(best: dict, keys: dict) -> tuple[str, float]:
 
 
 def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEATS, *,
-                         torch: bool = True, float32: bool = True) -> dict:
+                         torch: bool = True, float32: bool = True,
+                         pause: float = POOL_IDLE_SECONDS) -> dict:
     """Time one step of :func:`~patchassoc.simulations.engines.sampled_kernels.loss_and_grad` against the fastest read of X.
 
     Parameters
@@ -226,6 +243,9 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
     float32 : bool
         Also time the step on X stored in float32 (``check_data(..., dtype=np.float32)``),
         interleaved with the others, and the reads of that X.
+    pause : float
+        Seconds slept before each thread pool's group of calls (:data:`POOL_IDLE_SECONDS`; the
+        module docstring).
 
     Returns
     -------
@@ -250,7 +270,10 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
         ``floor``, ``read_3d_seconds``, ``ratio`` to the float64 floor and
         ``ratio_to_own_read``; ``floor_spread`` (median / minimum of the floor's timings) and
         ``roofline`` (:func:`roofline`, with ``bound``, the ratio to the floor that perfect
-        overlap of the step's in-cache arithmetic with the memory stream would still give).
+        overlap of the step's in-cache arithmetic with the memory stream would still give);
+        ``pause`` (seconds), ``seconds_after_blas`` (the step called right after NumPy's
+        threaded reads, inside OpenBLAS's spin: the protocol of earlier versions) and
+        ``ratio_after_blas`` = seconds_after_blas / read_seconds.
     """
     import numba
 
@@ -290,14 +313,20 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
     load_before = _load()
     best = {k: math.inf for k in fns}
     seen = {k: [] for k in fns}
+    after_blas = math.inf
     for _ in range(repeats):
-        for key, fn in fns.items():
-            fn()
-            for _ in range(BLOCK - 1):
-                t0 = time.perf_counter()
+        for pool in (numba_fns, blas_fns):
+            time.sleep(pause)  # the other pool's idle threads stop spinning
+            for key, fn in pool.items():
                 fn()
-                seen[key].append(time.perf_counter() - t0)
-                best[key] = min(best[key], seen[key][-1])
+                for _ in range(BLOCK - 1):
+                    t0 = time.perf_counter()
+                    fn()
+                    seen[key].append(time.perf_counter() - t0)
+                    best[key] = min(best[key], seen[key][-1])
+        t0 = time.perf_counter()
+        fns["step"]()  # inside OpenBLAS's spin, as earlier versions timed it
+        after_blas = min(after_blas, time.perf_counter() - t0)
     floor, read = _floor(best, {"2d": "read_2d", "kernel": "read_kernel"})
     roof = roofline(X, y, v, A, p, nu, repeats)
     threads = numba.get_num_threads() if parallel else 1
@@ -318,7 +347,8 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
            "load_average": [load_before, _load()], "torch": None, "float32": None,
            "floor_spread": float(np.median(seen["read_2d" if floor == "2d" else "read_kernel"])
                                  / read),
-           "roofline": roof}
+           "roofline": roof, "pause": float(pause), "seconds_after_blas": after_blas,
+           "ratio_after_blas": after_blas / read}
     if float32:
         floor32, read32 = _floor(best, {"2d": "read32_2d", "kernel": "read32_kernel"})
         res["float32"] = {"seconds": best["step32"], "read_seconds": read32, "floor": floor32,
@@ -326,7 +356,7 @@ def sampled_step_vs_read(X, y, v, A, p: int, nu: float, repeats: int = MIN_REPEA
                           "ratio": best["step32"] / read,
                           "ratio_to_own_read": best["step32"] / read32}
     if torch:
-        t, _ = _torch_step(X, y, v, A, p, nu, repeats, out["grad_v"])
+        t, _ = _torch_step(X, y, v, A, p, nu, repeats, out["grad_v"], pause)
         if t is not None and "seconds" in t:
             t["speedup"] = t["ratio_to_read"] / (best["step"] / best["read_2d"])
         res["torch"] = t
@@ -348,6 +378,12 @@ def describe(t: dict) -> str:
              f"  one thread against one thread: fastest one-thread read ({t['floor_one_thread']}) "
              f"{1e3 * t['read_one_thread_seconds']:.1f} ms, one-thread step ratio "
              f"{t['serial_ratio_one_thread']:.2f}"]
+    if "seconds_after_blas" in t:
+        lines.append(f"  each thread pool timed after a {t['pause']:g} s pause; the step called "
+                     f"right after NumPy's threaded reads, while OpenBLAS's idle threads still "
+                     f"spin (the protocol of earlier versions): "
+                     f"{1e3 * t['seconds_after_blas']:.1f} ms, ratio "
+                     f"{t['ratio_after_blas']:.2f}")
     roof = t.get("roofline")
     if roof:
         lines.append(f"  roofline: in the caches ({roof['samples']} samples, one thread) the step "

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numba
 import numpy as np
@@ -388,9 +389,17 @@ def _step_problem():
 
 def test_step_bench_reports_the_step_next_to_its_floor():
     """Bookkeeping of ``patchassoc bench``'s sampled step (timings are not asserted): the floor
-    is the fastest of the reads, the 3-D read of earlier versions is reported beside it."""
+    is the fastest of the reads, the 3-D read of earlier versions is reported beside it, and so
+    is the step timed inside OpenBLAS's spin; each pool's group of calls follows a pause (a
+    sleep lasts at least its length, so the lower bound on the elapsed time cannot fail by
+    noise)."""
     X, y, v, A = _step_problem()
-    r = step_bench.sampled_step_vs_read(X, y, v, A, 5, 0.03, repeats=1, torch=False)
+    t0 = time.perf_counter()
+    r = step_bench.sampled_step_vs_read(X, y, v, A, 5, 0.03, repeats=1, torch=False,
+                                        pause=0.005)
+    assert time.perf_counter() - t0 >= 2 * step_bench.MIN_REPEATS * 0.005
+    assert r["pause"] == 0.005 and 0 < r["seconds_after_blas"] < 60
+    assert r["ratio_after_blas"] == r["seconds_after_blas"] / r["read_seconds"]
     assert r["repeats"] == step_bench.MIN_REPEATS and r["torch"] is None
     assert r["block"] == step_bench.BLOCK
     assert set(r["reads"]) == set(step_bench.READS) and r["floor"] in step_bench.READS
@@ -416,7 +425,7 @@ def test_step_bench_reports_the_step_next_to_its_floor():
     assert roof["ratio"] == roof["step_per_sample"] / roof["read_per_sample"]
     assert roof["bound"] == max(1.0, roof["step_per_sample"] * 50 / r["read_seconds"])
     assert r["floor_spread"] >= 1.0
-    assert "roofline" in text
+    assert "roofline" in text and "0.005 s pause" in text and "OpenBLAS" in text
 
 
 def test_roofline_times_the_first_samples_that_fit_the_cache():
@@ -455,7 +464,7 @@ def test_torch_peer_step_computes_the_same_gradient():
     pytest.importorskip("torch")
     X, y, v, A = _step_problem()
     grad_v = kernels.loss_and_grad(X, y, v, A, 5, 0.03)["grad_v"]
-    t, grad_torch = step_bench._torch_step(X, y, v, A, 5, 0.03, 2, grad_v)
+    t, grad_torch = step_bench._torch_step(X, y, v, A, 5, 0.03, 2, grad_v, pause=0.0)
     assert "error" not in t, t
     # the same sums in another order (softmax of log A gives A to rounding): tests/scales.py
     assert within(grad_torch - grad_v, scales(X, y, v, A, 5, 0.03).grad_v, KERNEL_VS_NUMPY_REL)
