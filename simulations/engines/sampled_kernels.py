@@ -23,9 +23,10 @@ cache for its grad_v update. Per sample, in order:
   logistic loss, G = y l'(m) act'(z) / N, A^T G and dA += G U^T (:func:`_outer_add_simd`);
 - grad_v += X_n^T (A^T G), 64 entries of grad_v side by side (:func:`_axpy_sample_simd`).
 
-The next sample's block is prefetched meanwhile (data past :data:`PREFETCH_MIN_BYTES`): every
-other cache line of it while U is computed, the others during the grad_v update, so the memory
-keeps streaming during the arithmetic. The threads never touch a reference count in the sample
+The next sample's block is prefetched meanwhile (data past :data:`PREFETCH_MIN_BYTES`), in
+address order: its first half while U is computed, its second half during the grad_v update
+(:func:`_prefetch_schedule_py` states the order), so the memory keeps streaming, one sequential
+stream, during the arithmetic. The threads never touch a reference count in the sample
 loop: a chunk sees its arrays through borrowed views (:func:`_borrowed`), for the shared inputs
 (X, v, A) would otherwise have their counts updated by every thread at every helper call, an
 atomic operation on a cache line the two cores pass back and forth.
@@ -107,13 +108,14 @@ LANES = 16
 ROWS = 4
 
 #: Data of at least this many bytes is streamed from memory with software prefetch: while a
-#: sample is processed, the next sample's block is requested, half of its cache lines during
-#: the projections and half during the grad_v update (:func:`_dots_simd`,
-#: :func:`_axpy_sample_simd`), so the memory is busy during the arithmetic too. Smaller data
-#: sits in the caches, where the hardware prefetcher suffices and a software prefetch is an
-#: extra instruction (measured at D = 16, d = 256, one thread, with load on the machine: 1 to
-#: 18 % slower up to 8 MiB, 17 to 24 % faster from 16 MiB to 125 MiB). A prefetch is a hint: it
-#: never changes a value.
+#: sample is processed, the next sample's block is requested, the first half of it in address
+#: order during the projections and the second half during the grad_v update
+#: (:func:`_dots_simd`, :func:`_axpy_sample_simd`, :func:`_prefetch_schedule_py`), so the
+#: memory is busy during the arithmetic too. Smaller data sits in the caches, where the
+#: hardware prefetcher suffices and a software prefetch is an extra instruction (measured at
+#: D = 16, d = 256, one thread, with load on the machine, when the lines were requested in
+#: another order: 1 to 18 % slower up to 8 MiB, 17 to 24 % faster from 16 MiB to 125 MiB).
+#: A prefetch is a hint: it never changes a value.
 PREFETCH_MIN_BYTES = 1 << 24
 
 #: Doubles per vector of the generated code (a 512-bit register; LLVM splits the vectors on
@@ -162,6 +164,37 @@ def _prefetch(builder, xa, index):
     fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
     builder.call(fn, [builder.bitcast(builder.gep(xa.data, [index]), i8p), ir.Constant(_I32, 0),
                       ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+
+
+def _prefetch_schedule_py(D, d):
+    """The offsets (in entries, from the start of the next sample's block) that one sample's
+    passes prefetch for float64 X, in the order they are issued (plain Python; the compiled
+    :func:`_dots_simd` and :func:`_axpy_sample_simd` compute the same offsets).
+
+    Projections: ROWS rows side by side (``count`` for the last group, D mod ROWS rows), at
+    block lb of LANES entries, row r of the group whose first row is ``first`` requests
+    first d / 2 + 8 (lb count + r): the group's share (count d / 2 entries) of the first half
+    of the next block, in order. grad_v update: at the k-vector block starting at column
+    ``col`` and row j, D d / 2 + D col / 2 + 4 k j + 8 i for i < k / 2: the block's share of
+    the second half, in order. Each 64-byte line of the next block is then requested once, in
+    increasing address order, when d is a multiple of 16 (other d: the lines of the first
+    LANES (d // LANES) entries of each row, approximately in order).
+    """
+    nb = d // LANES
+    out = []
+    for first in range(0, D, ROWS):
+        count = min(ROWS, D - first)
+        for lb in range(nb):
+            out.extend(first * (d // 2) + _W * (lb * count + r) for r in range(count))
+    per = _AXPY_VECS * _W // LANES
+    blocks = [(b * per * LANES, _AXPY_VECS) for b in range(nb // per)]
+    if nb % per:
+        blocks.append((nb // per * per * LANES, (nb % per) * LANES // _W))
+    for col, k in blocks:
+        for j in range(D):
+            ahead = (D * d) // 2 + (D * col) // 2 + 4 * k * j
+            out.extend(ahead + h for h in range(0, _W * k // 2, _W))
+    return out
 
 
 def _is_data(arr, ndim, dtypes=(types.float64, types.float32)):
@@ -252,9 +285,11 @@ def _dots_simd(typingctx, U, X, n, v, nb, prefetch):
     v for all rows. The reduction a = lanes 0-7 + lanes 8-15, then t = a_0-3 + a_4-7, is
     t_w = (l_w + l_{w+8}) + (l_{w+4} + l_{w+12}).
 
-    If ``prefetch`` is not 0, the line at that offset (in entries) from the start of each block
-    of 16 entries read is requested with llvm.prefetch: every other 64-byte line of the next
-    sample for float64 X, every line for float32 X.
+    If ``prefetch`` is not 0 (the offset of the next sample's block, in entries), one line is
+    requested with llvm.prefetch per row and block of 16 entries read. For float64 X these are
+    the first half of the next block, in address order (:func:`_prefetch_schedule_py`); for
+    float32 X (16 entries, one line) the line at that offset from the one read: every line of
+    the next block.
 
     Numba's LLVM pipeline has the SLP vectorizer off and strict floating point forbids the loop
     vectorizer to reorder a reduction, so a scalar loop stays one dependency chain; written with
@@ -274,6 +309,8 @@ def _dots_simd(typingctx, U, X, n, v, nb, prefetch):
         _, D, d = cgutils.unpack_tuple(builder, xa.shape, 3)
         zero = ir.Constant(_VEC, [0.0] * _W)
         base = builder.mul(n, builder.mul(D, d))
+        linear = xty.dtype == types.float64
+        half_row = builder.udiv(d, ir.Constant(it, 2))
         accs = [[cgutils.alloca_once_value(builder, zero) for _ in range(2)]
                 for _ in range(ROWS)]
         do_pf = builder.icmp_signed("!=", pf, ir.Constant(it, 0))
@@ -290,8 +327,14 @@ def _dots_simd(typingctx, U, X, n, v, nb, prefetch):
             with cgutils.for_range(builder, nb) as lb:
                 off = builder.mul(lb.index, ir.Constant(it, LANES))
                 with builder.if_then(do_pf, likely=True):
-                    for r in range(count):
-                        _prefetch(builder, xa, builder.add(builder.add(starts[r], off), pf))
+                    if linear:  # the first half of the next block, in order
+                        at = builder.add(builder.add(base, pf), builder.mul(first, half_row))
+                        at = builder.add(at, builder.mul(lb.index, ir.Constant(it, _W * count)))
+                        for r in range(count):
+                            _prefetch(builder, xa, builder.add(at, ir.Constant(it, _W * r)))
+                    else:
+                        for r in range(count):
+                            _prefetch(builder, xa, builder.add(builder.add(starts[r], off), pf))
                 for i in range(2):
                     o = builder.add(off, ir.Constant(it, _W * i))
                     vv = _load(context, builder, va, vty, o)
@@ -341,10 +384,11 @@ def _axpy_sample_simd(typingctx, gv, gu, X, n, nb, prefetch):
     rows, then added to gv once (one store per entry and sample). Several k side by side change
     no sum's order.
 
-    If ``prefetch`` is not 0 and X is float64, the lines at that offset that
-    :func:`_dots_simd` does not request (the second 64 bytes of every 128) are requested as
-    each row is read: the memory streams in the next sample while this one's arithmetic runs
-    from cache."""
+    If ``prefetch`` is not 0 (the offset of the next sample's block, in entries) and X is
+    float64, the second half of the next block, whose first half :func:`_dots_simd` requested,
+    is requested in address order, k / 2 lines per row of a block of k vectors
+    (:func:`_prefetch_schedule_py`): the memory streams in the next sample while this one's
+    arithmetic runs from cache."""
     if not (_is_data(gv, 1, (types.float64,)) and _is_data(gu, 1, (types.float64,))
             and _is_data(X, 3)):
         raise errors.TypingError("_axpy_sample_simd needs C-contiguous float arrays")
@@ -359,6 +403,7 @@ def _axpy_sample_simd(typingctx, gv, gu, X, n, nb, prefetch):
         it = nb.type
         _, D, d = cgutils.unpack_tuple(builder, xa.shape, 3)
         base_n = builder.mul(n, builder.mul(D, d))
+        half_block = builder.udiv(builder.mul(D, d), ir.Constant(it, 2))
         zero = ir.Constant(_VEC, [0.0] * _W)
         accs = [cgutils.alloca_once_value(builder, zero) for _ in range(_AXPY_VECS)]
         do_pf = builder.icmp_signed("!=", pf, ir.Constant(it, 0))
@@ -373,8 +418,11 @@ def _axpy_sample_simd(typingctx, gv, gu, X, n, nb, prefetch):
                 row = builder.add(builder.add(base_n, builder.mul(lj.index, d)), col)
                 if split:
                     with builder.if_then(do_pf, likely=True):
-                        ahead = builder.add(row, pf)
-                        for h in range(_W, _W * k, 2 * _W):
+                        ahead = builder.add(builder.add(base_n, pf), half_block)
+                        ahead = builder.add(ahead, builder.udiv(builder.mul(D, col),
+                                                                ir.Constant(it, 2)))
+                        ahead = builder.add(ahead, builder.mul(lj.index, ir.Constant(it, 4 * k)))
+                        for h in range(0, _W * k // 2, _W):
                             _prefetch(builder, xa, builder.add(ahead, ir.Constant(it, h)))
                 for i, acc in enumerate(accs[:k]):
                     x = _load(context, builder, xa, xty, builder.add(row, ir.Constant(it, _W * i)))

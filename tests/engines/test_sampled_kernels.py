@@ -549,3 +549,34 @@ def test_training_gives_the_bits_of_the_reproductions_kernel(sizes):
     for a in (t.theta, t.v, t.alpha, t.test_error, t.train_loss, t.train_error, t.A):
         h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
     assert h.hexdigest() == _TRAIN_DIGESTS[sizes]
+
+
+def _in_address_order(offsets, D, d) -> bool:
+    """Whether ``offsets`` (entries into a D x d float64 block) request each 64-byte line of it
+    once, in increasing address order."""
+    return (all(o % 8 == 0 for o in offsets)
+            and [o // 8 for o in offsets] == list(range(D * d // 8)))
+
+
+@pytest.mark.parametrize("D, d", [(16, 256), (5, 48), (3, 32), (7, 80), (4, 16), (17, 144)])
+def test_prefetch_schedule_requests_the_next_block_once_in_address_order(D, d):
+    """The stated prefetch order of a float64 sample (the two passes' offsets into the next
+    block): every 64-byte line of the block exactly once, in increasing address order, inside
+    the block; the projections request the first half, the grad_v update the second. (A
+    prefetch changes no value, so only this statement and the bench can see it.)"""
+    offsets = kernels._prefetch_schedule_py(D, d)
+    assert _in_address_order(offsets, D, d)
+    first_pass = D * (d // kernels.LANES)
+    assert max(offsets[:first_pass]) < D * d // 2 <= min(offsets[first_pass:])
+
+
+def test_prefetch_order_check_can_fail():
+    """The control: the schedule of the earlier kernels (every other line during the
+    projections, the others during the grad_v update, column block by column block) covers the
+    block, but not in address order, and the check says so."""
+    D, d = 16, 256
+    old = [j * d + 16 * lb for j in range(D) for lb in range(d // 16)]
+    old += [j * d + 64 * b + 8 + 16 * i for b in range(d // 64) for j in range(D)
+            for i in range(4)]
+    assert sorted(o // 8 for o in old) == list(range(D * d // 8))
+    assert not _in_address_order(old, D, d)
