@@ -168,8 +168,10 @@ def _prefetch(builder, xa, index):
 
 def _prefetch_schedule_py(D, d):
     """The offsets (in entries, from the start of the next sample's block) that one sample's
-    passes prefetch for float64 X, in the order they are issued (plain Python; the compiled
-    :func:`_dots_simd` and :func:`_axpy_sample_simd` compute the same offsets).
+    passes prefetch for float64 X, in the order they are issued (plain Python). The compiled
+    :func:`_dots_simd` and :func:`_axpy_sample_simd` build the same expressions; a prefetch has
+    no visible effect, so only ``patchassoc bench`` sees them, and the tests check this
+    statement of the order.
 
     Projections: ROWS rows side by side (``count`` for the last group, D mod ROWS rows), at
     block lb of LANES entries, row r of the group whose first row is ``first`` requests
@@ -177,8 +179,8 @@ def _prefetch_schedule_py(D, d):
     of the next block, in order. grad_v update: at the k-vector block starting at column
     ``col`` and row j, D d / 2 + D col / 2 + 4 k j + 8 i for i < k / 2: the block's share of
     the second half, in order. Each 64-byte line of the next block is then requested once, in
-    increasing address order, when d is a multiple of 16 (other d: the lines of the first
-    LANES (d // LANES) entries of each row, approximately in order).
+    increasing address order, when d is a multiple of 16; for other d the offsets still lie
+    inside the block, only not on line boundaries.
     """
     nb = d // LANES
     out = []
