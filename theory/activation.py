@@ -10,22 +10,25 @@ convexity and act(0) = 0 follow the two facts the bounds use: act(r a) / r is no
 r > 0 for a >= 0, and |act(t)| <= act(|t|), |act'(t)| <= act'(|t|). :func:`check_parameters`
 validates (p, nu) for exactly these properties.
 
-One formula, three evaluation orders. :func:`_value` and :func:`_slope` are the formula, written
-once: given the monomials t^p and t^(p-1), act = t^p + nu t and act' = p t^(p-1) + nu. What differs between the engines is
-only how the monomial is rounded, and that order is part of each engine's reproducible numbers
-(the reproduction compares them bit for bit), so each order is declared here, by name:
+One formula, two evaluation orders. :func:`_value` and :func:`_slope` are the formula, written
+once: given the monomials t^p and t^(p-1), act = t^p + nu t and act' = p t^(p-1) + nu. What differs
+between the engines is only how the monomial is rounded, and that order is part of each engine's
+reproducible numbers (the reproduction compares them bit for bit), so each order is declared
+here, by name, and each is a fixed sequence of IEEE 754 multiplications, whose results the
+standard fixes: the same bits on every CPU.
 
-- :func:`act_pair`: m by repeated squaring (:func:`power`), the sampled kernels' order and the
-  brute-force oracle's;
-- :func:`act_pair_chain`: m by the sequential product ((t t) t) ... t (:func:`power_chain`), the
-  exact population engine's order;
-- :func:`act`, :func:`act_prime`: t ** p and t ** (p-1) by ``**`` (libm's pow in NumPy, Numba's
-  integer power when compiled), the NumPy model's order and that of the scales and certified
-  bounds built on act(|alpha|).
+- repeated squaring (:func:`power`): :func:`act_pair` takes t^(p-1) so and t^p = t^(p-1) t, the
+  order of the sampled kernels and the brute-force oracle; :func:`act` and :func:`act_prime` take
+  t^p and t^(p-1) so, the order of the NumPy model and of the scales and certified bounds built
+  on act(|alpha|) (for p = 3 and 5 the two give the same bits);
+- the sequential product ((t t) t) ... t (:func:`power_chain`): :func:`act_pair_chain`, the exact
+  population engine's order.
 
-For p = 3 the first two give the same bits (t t either way); for p = 5 they differ in about 20 %
-of arguments by one rounding of t^4. All three are exact on the integers they meet and each is
-odd bit for bit (every product of an even count of t's is even in t).
+For p = 3 squaring and the sequential product give the same bits (t t either way); for p = 5
+they differ in about 20 % of arguments by one rounding of t^4. Each order is exact on the
+integers it meets and odd bit for bit (every product of an even count of t's is even in t). (Until issue 41 ``act`` used
+``**``, NumPy's pow: on a CPU with AVX-512 NumPy runs a vectorized pow there whose results are
+neither the scalar pow's nor odd bit for bit, so the property held on one CPU only.)
 
 Every function here is plain Python (no import beyond the standard library, so that importing
 the configuration stays cheap) that runs on NumPy arrays, on scalars and on sympy symbols alike.
@@ -40,7 +43,7 @@ SPEC section 2 (the model); ``docs/exact_engine.md`` section 3 (the bounds' assu
 """
 from __future__ import annotations
 
-__all__ = ["act", "act_prime", "act_pair", "act_pair_chain", "power", "power_chain",
+__all__ = ["act", "act_prime", "act_pair", "act_pair_chain", "act_symbolic", "power", "power_chain",
            "check_parameters", "FAMILY", "JITABLE"]
 
 #: The family, as stored with results and printed by reports.
@@ -119,13 +122,21 @@ def act_pair_chain(t, p, nu):
 
 
 def act(t, p, nu):
-    """act(t) = t ** p + nu t (the power by ``**``)."""
-    return _value(t, t ** p, nu)
+    """act(t) = t^p + nu t, the monomial by repeated squaring
+    (:func:`~patchassoc.theory.activation.power`)."""
+    return _value(t, power(t, p), nu)
 
 
 def act_prime(t, p, nu):
-    """act'(t) = p t ** (p - 1) + nu (the power by ``**``)."""
-    return _slope(t ** (p - 1), p, nu)
+    """act'(t) = p t^(p-1) + nu, the monomial by repeated squaring
+    (:func:`~patchassoc.theory.activation.power`)."""
+    return _slope(power(t, p - 1), p, nu)
+
+
+def act_symbolic(t, p, nu):
+    """act(t) with the monomial written as the power ``t ** p``: the formula for a proof over a
+    symbolic exponent (sympy), not an evaluation order; no engine calls it."""
+    return _value(t, t ** p, nu)
 
 
 #: The functions the Numba kernels call (each calls only functions of this tuple): the jit

@@ -43,6 +43,7 @@ from patchassoc.theory.model import gram_grad
 from patchassoc.theory.recovery import recovery_report
 from patchassoc.theory.structure import Structure, build_structure, within_set_mass
 
+from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.runtime.errors import interrupted_by
 from patchassoc.simulations.runtime.progress import progress_bar
@@ -162,7 +163,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
     kept: dict[int, dict] = {}
 
     def record(step: int, out: dict, A: np.ndarray) -> None:
-        alpha = float(v @ w_star)
+        alpha = fixed_order.dot(v, w_star)
         rows["steps"].append(step)
         rows["train_loss"].append(out["loss"])
         rows["train_error"].append(out["error"])
@@ -172,7 +173,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         else:
             rows["test_error"].append(np.nan)
         rows["alpha"].append(alpha)
-        rows["v_perp_norm"].append(float(np.linalg.norm(v - alpha * w_star)))
+        rows["v_perp_norm"].append(fixed_order.norm(v - alpha * w_star))
         if structure is not None:
             mass = within_set_mass(A, structure)
             share = set_mate_share(A, structure)

@@ -34,6 +34,8 @@ import numpy as np
 
 from patchassoc.theory.structure import Structure
 
+from patchassoc.simulations.engines import fixed_order
+
 __all__ = ["Sample", "sample", "unit_vector", "streams", "STREAMS", "MAX_SAMPLE_BYTES",
            "check_sample_size", "cnn_filter", "cnn_target", "gaussian_cnn_sample", "draw_target",
            "draw"]
@@ -56,7 +58,7 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
 def unit_vector(d: int, rng: np.random.Generator) -> np.ndarray:
     """A uniformly random unit vector of R^d (the feature w*)."""
     w = rng.standard_normal(d)
-    return w / np.linalg.norm(w)
+    return w / fixed_order.norm(w)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +95,7 @@ def sample(n: int, w_star: np.ndarray, structure: Structure, q: float, sigma: fl
     if not (sigma >= 0.0 and np.isfinite(sigma)):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
     w_star = np.ascontiguousarray(w_star, dtype=np.float64)
-    if w_star.ndim != 1 or not np.isclose(np.linalg.norm(w_star), 1.0):
+    if w_star.ndim != 1 or not np.isclose(fixed_order.norm(w_star), 1.0):
         raise ValueError("w_star must be a unit vector")
     n, D, d = int(n), structure.D, w_star.shape[0]
     check_sample_size(n, D, d)
@@ -106,7 +108,7 @@ def sample(n: int, w_star: np.ndarray, structure: Structure, q: float, sigma: fl
     X = rng.standard_normal((n, D, d))
     X *= sigma
     if orthogonal:
-        X -= (X @ w_star)[..., None] * w_star
+        X -= fixed_order.row_dots(X, w_star)[..., None] * w_star
     X += s[..., None] * w_star
     return Sample(X=X, y=y, s=s, lstar=lstar)
 
@@ -117,7 +119,7 @@ def cnn_filter(C: int, d: int, rng: np.random.Generator) -> np.ndarray:
         if isinstance(v, bool) or int(v) != v or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
     W = rng.standard_normal((int(C), int(d)))
-    return W / np.linalg.norm(W)
+    return W / fixed_order.norm(W)
 
 
 def cnn_target(X: np.ndarray, W: np.ndarray, structure: Structure) -> np.ndarray:

@@ -120,3 +120,55 @@ def test_gallery_images_are_compared_with_their_source(before, tmp_path):
                            ("seeds_a.png", "seeds/a.png", "identical")]
     (gallery / "seeds_a.png").write_bytes(b"\x89PNG redrawn")
     assert not compare_folders(before, tmp_path / "after", gallery).same
+
+
+# -- another CPU kind (issue 41) ------------------------------------------------------------------
+def test_cross_cpu_counts_floats_within_the_declared_tolerance(before, tmp_path, capsys):
+    from patchassoc.benchmarks.compare_runs import CROSS_CPU, EXACT
+
+    risk = 0.125 * (1 + 0.5 * CROSS_CPU.rtol)
+    A = np.eye(3)
+    A[1, 2] = 0.5 * CROSS_CPU.atol                      # near 0: the absolute tolerance
+    after = _run(tmp_path / "after", risk=risk, array={"A": A})
+    exact = compare_folders(before, after, tolerance=EXACT)
+    assert not exact.same and len(exact.differences) == 3
+    cross = compare_folders(before, after, tolerance=CROSS_CPU)
+    assert cross.same and cross.differences == []
+    assert cross.within == {"seeds/runs.jsonl": 1, "seeds/step.json": 1,
+                            "seeds/seed-000/arrays.npz": 1}
+    ab, rl = cross.extent["seeds/step.json"]
+    assert ab == pytest.approx(risk - 0.125) and rl == pytest.approx((risk - 0.125) / risk)
+    assert main([str(before), str(after), "--cross-cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "SAME WITHIN THE CROSS-CPU TOLERANCE" in out and "seeds/step.json" in out
+    assert main([str(before), str(after)]) == 1
+
+
+def test_cross_cpu_still_finds_what_lies_outside_it(before, tmp_path):
+    from patchassoc.benchmarks.compare_runs import CROSS_CPU
+
+    risk = 0.125 * (1 + 3 * CROSS_CPU.rtol)
+    cmp = compare_folders(before, _run(tmp_path / "after", risk=risk), tolerance=CROSS_CPU)
+    assert [where for _, where, *_ in cmp.differences] == ["[1].acc", "summary.risk"]
+    # integers stay exact
+    _run(tmp_path / "b2", extra={"count": 3})
+    cmp = compare_folders(tmp_path / "b2", _run(tmp_path / "b3", extra={"count": 4}),
+                          tolerance=CROSS_CPU)
+    assert [where for _, where, *_ in cmp.differences] == ["count"]
+
+
+def test_cross_cpu_skips_solver_noise_and_lists_new_draws_and_figures(before, tmp_path):
+    from patchassoc.benchmarks.compare_runs import CROSS_CPU
+
+    _run(tmp_path / "b2", extra={"speed": 1e-9, "evaluations": 100})
+    after = _run(tmp_path / "b3", extra={"speed": 2e-9, "evaluations": 104})
+    (after / "seeds" / "a.png").write_bytes(b"\x89PNG redrawn")
+    (tmp_path / "b2" / "vit").mkdir()
+    (after / "vit").mkdir()
+    (tmp_path / "b2" / "vit" / "metrics.json").write_text('{"accuracy": 0.9}')
+    (after / "vit" / "metrics.json").write_text('{"accuracy": 0.8}')
+    cmp = compare_folders(tmp_path / "b2", after, tolerance=CROSS_CPU)
+    assert cmp.same
+    assert sorted(f for f, *_ in cmp.information) == ["seeds/a.png", "vit/metrics.json"]
+    assert cmp.ignored["not compared (cross-CPU)"] == 2
+    assert not compare_folders(tmp_path / "b2", after).same     # bit for bit they differ

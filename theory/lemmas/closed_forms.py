@@ -208,7 +208,7 @@ def prove_L7(proof: Proof) -> None:
     p = 2 * k + 1
 
     def act_ref(x):
-        return activation.act(x, p, nu)  # the one definition, on a symbolic p = 2k + 1
+        return activation.act_symbolic(x, p, nu)  # the one formula, on a symbolic p = 2k + 1
 
     proof.zero(sp.expand_power_base(act_ref(-t) + act_ref(t), force=True),
                "act(-t) = -act(t), p = 2k + 1", up_to="expand")

@@ -15,7 +15,7 @@ bug in an engine primitive therefore shows up as a disagreement
 activation act(t) = t^p + nu t: it is the model's definition, not an engine primitive, and the
 oracle evaluates that one definition (:func:`patchassoc.theory.activation.act_pair`, on arrays),
 so that a change of the activation is checked end to end against the oracle; the definition
-itself is checked on its own against libm's pow and sympy's derivatives
+itself is checked on its own against exact rational arithmetic and sympy's derivatives
 (tests/theory/test_activation.py).
 
 Sums. The per-pattern terms of the risk, the error, the probability and d risk / d alpha are

@@ -64,6 +64,7 @@ from scipy.integrate import BDF, LSODA, Radau
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.invariant import attention_values, entry_counts
+from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.population.exact import (
     MAX_CONFIGURATIONS, Evaluator, check_problem, count_configurations)
@@ -232,7 +233,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
     evaluator = Evaluator(L, C, q, p, nu, tol=None if complete else 1e-6, prune=not complete,
                           max_configurations=max_configurations)
     state = {"evaluations": 0, "max_rel": 0.0, "speed": None}
-    norm_m = float(np.linalg.norm(m))
+    norm_m = fixed_order.norm(m)
 
     def evaluate(y):
         """(velocity in GD time, evaluation, relative bound) at y, the bound rule enforced."""
@@ -252,7 +253,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
             v = -m * g
             bnd = m * np.array([ev.bounds["alpha"], ev.bounds["a"], ev.bounds["b"],
                                 ev.bounds["c"]])
-            sp, bn = float(np.linalg.norm(v)), float(np.linalg.norm(bnd))
+            sp, bn = fixed_order.norm(v), fixed_order.norm(bnd)
             if bn <= rel_bound * sp:
                 state["speed"] = sp
                 return v, ev, (bn / sp if sp > 0 else 0.0)
@@ -279,7 +280,10 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         lo = math.log10(max(t_from, 1.0))
         hi = math.log10(t_to) if t_to > 1 else 0.0
         n = max(1, int(math.ceil((hi - lo) * per_decade)))
-        pts = np.logspace(lo, hi, n + 1) if t_to > 1 else np.array([])
+        # 10 ** x by the C library's scalar pow, not NumPy's vectorized one (whose bits depend
+        # on the CPU): the record times are the times the solver is asked for
+        pts = (np.array([10.0 ** float(x) for x in np.linspace(lo, hi, n + 1)]) if t_to > 1
+               else np.array([]))
         pts = np.unique(np.concatenate([pts, [t_to]]))
         return pts[(pts > t_from) & (pts <= t_to)]
 
@@ -288,7 +292,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
     t_end = max(float(decide_until), t_max) if decide_until else t_max
     if t_end > t_max:
         t_rec = np.concatenate([t_rec, grid(t_max, t_end)])
-    s_rec = np.log1p(t_rec)
+    s_rec = np.array([math.log1p(float(x)) for x in t_rec])
     rows: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
     tail: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
 
@@ -300,7 +304,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         assoc = invariant_association(a, b, c, L, C, eps=0.1)
         for k, val in (("t", t), ("alpha", alpha), ("a", a), ("b", b), ("c", c),
                        ("risk", ev.risk), ("error", ev.error), ("bound", ev.bound),
-                       ("rel_bound", rel), ("speed", float(np.linalg.norm(v))),
+                       ("rel_bound", rel), ("speed", fixed_order.norm(v)),
                        ("topc_rows", assoc.topc_rows), ("share", assoc.share_min),
                        ("Pd", Pd), ("Qs", Qs), ("R", R)):
             into[k].append(val)
@@ -380,8 +384,8 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
 
 def _slope(x: np.ndarray, y: np.ndarray) -> float:
     x = x - x.mean()
-    den = float(x @ x)
-    return float(x @ (y - y.mean()) / den) if den > 0 else 0.0
+    den = fixed_order.dot(x, x)
+    return fixed_order.dot(x, y - y.mean()) / den if den > 0 else 0.0
 
 
 def limit_class(tr: FlowTrajectory) -> dict:
@@ -423,7 +427,7 @@ def _classify(r: dict, status: str) -> dict:
         last = np.arange(max(0, t.size - 3), t.size)
     ys = np.stack([r["alpha"][last], r["a"][last], r["b"][last], r["c"][last]])
     u = r["b"][last] - r["c"][last]
-    lnt = np.log1p(t[last])
+    lnt = np.array([math.log1p(float(x)) for x in t[last]])
     slope = _slope(lnt, u) if last.size >= 2 else 0.0
     move = float(np.max(np.abs(ys[:, -1] - ys[:, 0]) / (1.0 + np.abs(ys[:, -1]))))
     out.update(decided_at=float(end), slope_bc=slope, gap_bc=float(u[-1]),

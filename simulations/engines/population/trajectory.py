@@ -58,6 +58,7 @@ from patchassoc.theory.invariant import (attention_values, entry_counts, gram_to
 from patchassoc.theory.invariant import row_sum
 from patchassoc.theory.structure import Structure, build_structure
 
+from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.runtime.errors import interrupted_by
 from patchassoc.simulations.runtime.progress import progress_bar
@@ -214,7 +215,7 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
                 rows["gap_bc"].append(b - c)
                 rows["row_sum"].append(row_sum(a, b, c, L, C))
                 rows["bound"].append(ev.bound)
-                rows["grad_norm"].append(float(np.hypot(g_alpha, np.linalg.norm(g_th))))
+                rows["grad_norm"].append(float(np.hypot(g_alpha, fixed_order.norm(g_th))))
             if step == steps:
                 break
             alpha = alpha - eta_v * g_alpha
@@ -292,7 +293,7 @@ def initial_point(config: Config, seed: int) -> tuple[float, np.ndarray, Structu
     structure = build_structure(config, rng["structure"])
     w_star = unit_vector(config.d, rng["feature"])
     v0, theta0 = initial_parameters(config, rng["init"])
-    alpha0 = float(v0 @ w_star)
+    alpha0 = fixed_order.dot(v0, w_star)
     coords0 = np.array([float(theta0[0, 0]), 0.0, 0.0])
     return alpha0, coords0, structure
 

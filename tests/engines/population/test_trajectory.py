@@ -6,6 +6,7 @@ import pytest
 from patchassoc.simulations.engines.population import (PopulationResult, bruteforce_risk, evaluate,
                                                initial_point, population_descent,
                                                run_population)
+from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines.sampler import streams, unit_vector
 from patchassoc.simulations.engines.start import initial_parameters
 from patchassoc.theory.config import preset
@@ -146,7 +147,9 @@ def test_initial_point_matches_the_sampled_run():
     rng = streams(5)
     w_star = unit_vector(cfg.d, rng["feature"])
     v0, theta0 = initial_parameters(cfg, rng["init"])
-    assert alpha0 == float(v0 @ w_star)
+    # the sampled run records alpha = <v, w*> by the same fixed-order sum (issue 41)
+    assert alpha0 == fixed_order.dot(v0, w_star)
+    assert alpha0 == pytest.approx(float(v0 @ w_star), rel=1e-14, abs=1e-300)
     assert tuple(coords0) == (cfg.kappa, 0.0, 0.0)
     assert np.array_equal(S.sets, random_partition(cfg.L, cfg.C, streams(5)["structure"]).sets)
 
