@@ -43,10 +43,13 @@ def add_arguments(parser) -> None:
                         help="without --from: do not train the reference run (claim 2 not run)")
     parser.add_argument("--strict", action="store_true",
                         help="a claim that is not run also fails the command")
-    parser.add_argument("--vit", dest="vit_dir", type=Path, default=None, metavar="DIR",
-                        help="a `patchassoc vit` output folder (e.g. `patchassoc vit --data "
-                             "fashion-mnist`): claim 6 is decided on its data set, the "
-                             "reproduction's reading beside it")
+    parser.add_argument("--vit", dest="vit_dir", type=Path, action="append", default=None,
+                        metavar="DIR",
+                        help="a `patchassoc vit` output folder (repeatable): a long study "
+                             "(`--recipe long`) decides claim 6 on its data set, with the "
+                             "2-epoch Fashion-MNIST study (given as another --vit, or found "
+                             "among the long folder's siblings) and the reproduction's reading "
+                             "beside it; a 2-epoch Fashion-MNIST study is never the verdict")
 
 
 def run(ctx) -> dict:

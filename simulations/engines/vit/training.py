@@ -258,7 +258,8 @@ def augment(images: torch.Tensor, kind: str, pad: int, generator: torch.Generato
 @dataclass(frozen=True, eq=False)
 class RunOutcome:
     """One trained model: test accuracy, loss per epoch, attention maps (None for the CNN),
-    positional encodings in token order (None for the CNN), timings."""
+    positional encodings in token order (None for the CNN), timings, and the test accuracy
+    after every epoch (None unless the run was asked for it: ``curve``)."""
 
     attention_kind: str
     seed: int
@@ -269,6 +270,7 @@ class RunOutcome:
     wall_s: float
     cpu_s: float
     pos: np.ndarray | None = None
+    test_accuracy: np.ndarray | None = None
 
 
 class _FusedAdamW:
@@ -345,10 +347,12 @@ def _inputs(images: torch.Tensor, model: str, patch: int, perm: torch.Tensor | N
 
 
 @torch.no_grad()
-def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000
+def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000, maps: bool = True
               ) -> tuple[float, torch.Tensor | None]:
-    """Test accuracy and, for a content model, the mean attention over the images."""
+    """Test accuracy and, for a content model when ``maps``, the mean attention over the
+    images."""
     model.eval()
+    want_maps = maps
     correct, total = 0, 0
     maps_sum = None
     for start in range(0, x.shape[0], batch):
@@ -359,7 +363,7 @@ def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000
             logits, maps = model(inputs, return_attention=True)
         correct += int((logits.argmax(1).cpu() == y[start:start + batch]).sum())
         total += inputs.shape[0]
-        if kind == "content":
+        if kind == "content" and want_maps:
             s = torch.stack([A.sum(0) for A in maps]).double().cpu()
             maps_sum = s if maps_sum is None else maps_sum + s
     model.train()
@@ -369,7 +373,8 @@ def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000
 
 def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
               device: torch.device | str = "cpu", permutation: np.ndarray | None = None,
-              tensors=None, on_epoch: Callable[[int, float], None] | None = None) -> RunOutcome:
+              tensors=None, on_epoch: Callable[[int, float], None] | None = None,
+              curve: bool = False) -> RunOutcome:
     """Train one model on ``data`` and evaluate it.
 
     Parameters
@@ -390,6 +395,10 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
         Output of :func:`prepare` (to share it between runs).
     on_epoch : callable(epoch, mean loss) or None
         Called after each epoch.
+    curve : bool
+        Also measure the test accuracy after every epoch (``RunOutcome.test_accuracy``). The
+        evaluation draws no random number and changes no weight, so the training's numbers are
+        those of a run without it.
 
     Returns
     -------
@@ -440,6 +449,7 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
     opt = _FusedAdamW([(decay, recipe.weight_decay), (no_decay, 0.0)])
     loss_fn = nn.CrossEntropyLoss(label_smoothing=recipe.label_smoothing)
     losses = np.zeros(recipe.epochs)
+    test_curve = np.full(recipe.epochs, np.nan) if curve else None
     model.train()
     step = 0
     for epoch in range(recipe.epochs):
@@ -465,9 +475,14 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
             raise FloatingPointError(f"non-finite training loss at epoch {epoch} "
                                      f"({attention}, seed {seed})")
         losses[epoch] = total_loss / n
+        if curve and epoch < recipe.epochs - 1:  # the last epoch's is the final evaluation's
+            test_curve[epoch], _ = _evaluate(model, attention, x_test, y_test, recipe.patch,
+                                             perm, device, maps=False)
         if on_epoch is not None:
             on_epoch(epoch, losses[epoch])
     acc, mean_maps = _evaluate(model, attention, x_test, y_test, recipe.patch, perm, device)
+    if curve:
+        test_curve[-1] = acc
     if attention == "cnn":
         maps, pos = None, None
     else:
@@ -475,7 +490,7 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
                 else model.positional_attention().double().cpu().numpy())
         pos = model.pos.detach().double().cpu().numpy()
     return RunOutcome(attention, int(seed), float(acc), losses, maps, count_parameters(model),
-                      time.perf_counter() - wall0, time.process_time() - cpu0, pos)
+                      time.perf_counter() - wall0, time.process_time() - cpu0, pos, test_curve)
 
 
 @dataclass(frozen=True)
@@ -532,20 +547,21 @@ def _task_inputs(data: ImageData, task: Task, shuffle_seed: int, cache: dict):
     return cache[key]
 
 
-def _worker(task: Task, device: str) -> RunOutcome:
+def _worker(task: Task, device: str, curve: bool = False) -> RunOutcome:
     data, tensors = _task_inputs(_WORKER["data"], task, _WORKER["shuffle_seed"],
                                  _WORKER["cache"])
     queue = _WORKER["queue"]
     return train_one(data, task.recipe, task.model, task.seed, device, None, tensors,
-                     on_epoch=lambda e, l: queue.put(1))
+                     on_epoch=lambda e, l: queue.put(1), curve=curve)
 
 
 def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device = "cpu",
               shuffle_seed: int = 0, jobs: int = 1, progress: bool = False,
-              on_done: Callable[[Task, RunOutcome], None] | None = None
-              ) -> dict[Task, RunOutcome]:
+              on_done: Callable[[Task, RunOutcome], None] | None = None,
+              curve: bool = False) -> dict[Task, RunOutcome]:
     """Train every task (duplicates once), in ``jobs`` spawned processes when ``jobs > 1``
-    (:func:`patchassoc.simulations.runtime.executor.map_tasks`).
+    (:func:`patchassoc.simulations.runtime.executor.map_tasks`), in the order given; with
+    ``curve`` every run also measures its test accuracy after each epoch (:func:`train_one`).
 
     A run's numbers do not depend on ``jobs`` or on the other tasks (for a fixed number of
     torch threads). ``on_done(task, outcome)`` is called as each run finishes (to save it);
@@ -581,7 +597,7 @@ def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device
                 shuffled, tensors = _task_inputs(data, task, shuffle_seed, cache)
                 bar.set_postfix_str(f"{task.model} seed {task.seed} block {task.block}")
                 return train_one(shuffled, task.recipe, task.model, task.seed, dev, None,
-                                 tensors, on_epoch=lambda e, l: bar.update(1))
+                                 tensors, on_epoch=lambda e, l: bar.update(1), curve=curve)
 
             map_tasks(train_here, [(task,) for task in unique],
                       lambda i, outcome: done(unique[i], outcome))
@@ -600,7 +616,7 @@ def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device
                 except _queue.Empty:
                     pass
 
-            map_tasks(_worker, [(task, str(dev)) for task in unique],
+            map_tasks(_worker, [(task, str(dev), curve) for task in unique],
                       lambda i, outcome: done(unique[i], outcome), jobs=jobs,
                       initializer=_init_worker,
                       initargs=(torch.get_num_threads(), epochs, data, shuffle_seed),
