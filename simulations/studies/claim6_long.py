@@ -6,8 +6,9 @@ small CNN over seeds 0..2, all with the long recipe
 (:data:`~patchassoc.simulations.engines.vit.training.LONG_RECIPES`: 18 epochs, crop and flip),
 each run measuring its training loss and test accuracy after every epoch. The runs go in the
 declared order (:func:`long_tasks`: the claim's runs first, the longest first), ``--jobs`` at a
-time, and each is saved as it finishes (:class:`~patchassoc.simulations.engines.vit.runs.RunStore`):
-a study cut short resumes from its saved runs, and gives the numbers of an uncut one.
+time, and each is saved as it finishes
+(:class:`~patchassoc.simulations.engines.vit.run_store.RunStore`): a study cut short resumes
+from its saved runs, and gives the numbers of an uncut one.
 
 Writes into the study folder: the comparison (standard and positional ViT, 5 seeds) as a
 :class:`~patchassoc.simulations.engines.vit.comparison.ViTResult` (``config.json``,
@@ -34,7 +35,7 @@ import numpy as np
 from patchassoc.simulations.engines.vit.comparison import REFERENCE
 from patchassoc.simulations.engines.vit.curves import CurveResult
 from patchassoc.simulations.engines.vit.data import load_dataset
-from patchassoc.simulations.engines.vit.runs import RunStore, run_key
+from patchassoc.simulations.engines.vit.run_store import RunStore, run_key
 from patchassoc.simulations.engines.vit.stats import mean_ci, paired_gap_ci
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.results import write_json

@@ -52,7 +52,8 @@ from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.executor import map_tasks
 from patchassoc.simulations.runtime.progress import progress_bar
 
-__all__ = ["Recipe", "RECIPES", "LONG_RECIPES", "RECIPE_NAMES", "recipe_for", "prepare", "patchify", "augment", "train_one",
+__all__ = ["Recipe", "RECIPES", "LONG_RECIPES", "RECIPE_NAMES", "recipe_for", "schedule_steps",
+           "prepare", "patchify", "augment", "train_one",
            "RunOutcome", "Task", "run_tasks", "compare", "study", "resolve_device",
            "AUGMENTATIONS", "MODELS", "CNN_WIDTH", "shuffle_for"]
 
@@ -325,6 +326,13 @@ class _FusedAdamW:
                                 grad_scale=None, found_inf=None)
 
 
+def schedule_steps(recipe: Recipe, n_train: int) -> tuple[int, int]:
+    """(W, T): the warm-up steps and the total steps of ``recipe`` on ``n_train`` images,
+    W = round(warmup_epochs x ceil(n_train / batch_size)), T = epochs x the same."""
+    steps_per_epoch = math.ceil(n_train / recipe.batch_size)
+    return int(round(recipe.warmup_epochs * steps_per_epoch)), steps_per_epoch * recipe.epochs
+
+
 def _lr_factor(step: int, warmup: int, total: int) -> float:
     if warmup > 0 and step < warmup:
         return (step + 1) / warmup
@@ -440,9 +448,7 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
     labels = y_train.to(device)
 
     n = x_train.shape[0]
-    steps_per_epoch = math.ceil(n / recipe.batch_size)
-    total = steps_per_epoch * recipe.epochs
-    warmup = int(round(recipe.warmup_epochs * steps_per_epoch))
+    warmup, total = schedule_steps(recipe, n)
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (no_decay if p.ndim < 2 or "norm" in name or name == "pos" else decay).append(p)
