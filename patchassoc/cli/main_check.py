@@ -6,9 +6,11 @@ Without ``--from`` it computes what is cheap now, as previews: claim 1 at the re
 ``patchassoc seeds``; ``--no-train`` skips it), claim 3 (the solutions at the largest lambda) and
 claim 4 (the sympy lemmas); claims 5-7 are marked ``not run``. ``--from DIR`` reads a
 ``patchassoc reproduce`` folder and computes every claim from its saved results, recomputing
-nothing; a folder made by ``reproduce --quick`` gives previews only. ``--vit DIR`` reads a
-``patchassoc vit`` folder (the Fashion-MNIST study): claim 6 is then decided on its data set,
-the reproduction's digits reading beside it (SPEC section 6, claim 6).
+nothing; a folder made by ``reproduce --quick`` gives previews only. ``--vit DIR`` (repeatable)
+reads ``patchassoc vit`` folders: a long study (``--recipe long``, Fashion-MNIST) decides claim
+6 on its data set, with the 2-epoch Fashion-MNIST study (a second ``--vit``, or found among the
+long folder's siblings) and the reproduction's digits reading beside it; the 2-epoch study is
+never the verdict (SPEC section 6, claim 6).
 
 Each claim is printed with its negative controls underneath; every control must fail
 association, and one that associates fails its claim.

@@ -179,7 +179,7 @@ def test_a_saved_run_of_another_recipe_is_refused_not_overwritten(tmp_path):
     assert back.accuracy == run.accuracy
     np.testing.assert_array_equal(back.test_accuracy, run.test_accuracy)
     other = dict(key, recipe=dict(key["recipe"], epochs=4))
-    with pytest.raises(UsageError, match="recipe differs") as err:
+    with pytest.raises(UsageError, match="recipe epochs differs: saved 3, asked 4") as err:
         store.load(task, other)
     assert "\n" not in str(err.value) and str(store.path(task)) in str(err.value)
     (store.path(task) / "arrays.npz").write_bytes(b"cut")   # cut while being written

@@ -44,6 +44,21 @@ def run_key(task, data: ImageData, device: str, threads: int, curve: bool,
                 torch_version=str(torch_version))
 
 
+def _difference(saved, key: dict) -> str:
+    """The first field (a recipe's field by name) whose saved value differs from ``key``'s."""
+    saved = saved if isinstance(saved, dict) else {}
+    for k, want in key.items():
+        have = saved.get(k)
+        if have == want:
+            continue
+        if isinstance(want, dict) and isinstance(have, dict):
+            sub = next((f for f in want if have.get(f) != want[f]), None)
+            if sub is not None:
+                return f"{k} {sub} differs: saved {have.get(sub)!r}, asked {want[sub]!r}"
+        return f"{k} differs: saved {have!r}, asked {want!r}"
+    return "its key differs"
+
+
 class RunStore:
     """The saved runs of one study folder.
 
@@ -97,11 +112,8 @@ class RunStore:
             return None
         saved = config.get("key")
         if saved != key:
-            field = next((k for k in key if not isinstance(saved, dict) or saved.get(k) !=
-                          key[k]), "key")
-            raise UsageError(f"{folder} holds a run of another study ({field} differs: saved "
-                             f"{(saved or {}).get(field)!r}, asked {key.get(field)!r}); use "
-                             f"another --out, or remove that folder")
+            raise UsageError(f"{folder} holds a run of another study ({_difference(saved, key)});"
+                             f" use another --out, or remove that folder")
         return RunOutcome(metrics["attention_kind"], int(metrics["seed"]),
                           float(metrics["accuracy"]), arrays["train_loss"],
                           arrays.get("attention"), int(metrics["n_params"]),
