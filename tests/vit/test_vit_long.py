@@ -184,3 +184,21 @@ def test_a_saved_run_of_another_recipe_is_refused_not_overwritten(tmp_path):
     assert "\n" not in str(err.value) and str(store.path(task)) in str(err.value)
     (store.path(task) / "arrays.npz").write_bytes(b"cut")   # cut while being written
     assert store.load(task, key) is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--data", "digits", "--recipe", "long"], "no long recipe for data set 'digits'"),
+    (["--data", "fashion-mnist", "--recipe", "long", "--shuffle", "4"],
+     "--shuffle: the long recipe runs no shuffled-patch experiment"),
+    (["--data", "fashion-mnist", "--recipe", "long", "--seeds", "2", "--control-seeds", "3"],
+     "--control-seeds 3 > --seeds 2"),
+    (["--data", "digits", "--control-seeds", "2"], "--control-seeds is for --recipe long"),
+])
+def test_a_bad_long_request_is_one_line_and_status_2(tmp_path, capsys, monkeypatch, args,
+                                                     message):
+    from patchassoc.cli.main import main
+
+    monkeypatch.setattr(claim6_long, "load_dataset", lambda *a, **k: images(side=28))
+    assert main(["vit", *args, "--quiet", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
