@@ -41,10 +41,8 @@ from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies import claim6_vit
 from patchassoc.simulations.studies.study import Outcome
-from patchassoc.simulations.studies.verdicts import as_preview, not_run
 
-__all__ = ["LONG_DECLARED", "CONTROL_MODELS", "long_tasks", "run_long", "model_entry", "decide",
-           "is_long", "is_budget_reading", "find_budget_reading"]
+__all__ = ["LONG_DECLARED", "CONTROL_MODELS", "long_tasks", "run_long", "model_entry"]
 
 #: The declared long studies (SPEC section 6, claim 6), by data set: seeds of the two compared
 #: ViTs and of each control (uniform attention, no token mixing, the small CNN).
@@ -228,102 +226,3 @@ def _summary(result, curves: CurveResult, positional: str, control_list, recipe,
                    shuffle_note="the shuffled-patch experiment stays on the 2-epoch recipe "
                                 "(SPEC section 6, claim 6): read it from the 2-epoch study")
     return summary
-
-
-def is_long(summary: dict) -> bool:
-    """A summary of a long study of a data set with a declared one (it decides claim 6)."""
-    return summary.get("recipe_name") == "long" and summary.get("data") in claim6_vit.DECLARED
-
-
-def is_budget_reading(summary: dict) -> bool:
-    """A summary of Fashion-MNIST's 2-epoch study: a reading within a budget, never the verdict
-    (SPEC section 6, claim 6, amended by issue 38)."""
-    return (summary.get("data") == "fashion-mnist"
-            and summary.get("recipe_name", "default") == "default")
-
-
-def find_budget_reading(long_dir) -> Path | None:
-    """The 2-epoch Fashion-MNIST study among the sibling folders of ``long_dir`` (the first in
-    name order whose ``summary.json`` is one), or None."""
-    long_dir = Path(long_dir).resolve()
-    try:
-        siblings = sorted(p for p in long_dir.parent.iterdir() if p.is_dir())
-    except OSError:
-        return None
-    for folder in siblings:
-        if folder == long_dir or not (folder / "summary.json").is_file():
-            continue
-        try:
-            summary = claim6_vit.folder_summary(folder)
-        except (UsageError, FileNotFoundError):
-            continue
-        if is_budget_reading(summary):
-            return folder
-    return None
-
-
-def _beside_text(rec: dict, what: str) -> str:
-    return f"{what} ({rec['status']}): {rec['claim']}: {rec['measured']}"
-
-
-def decide(beside: dict | None, vit_dir) -> dict:
-    """Claim 6's record from ``patchassoc vit`` folders (SPEC section 6, claim 6, "Which reading
-    decides"), with ``beside`` (the reproduction's record, the digits) reported beside it.
-
-    ``vit_dir`` is one folder or a list. A long study (``--recipe long``) decides; without one,
-    a folder of another data set or recipe decides (a data set without a declared study gives a
-    preview, never a verdict), and without that the reproduction's record stands. Fashion-MNIST's
-    2-epoch study never decides: it is reported beside the verdict, as a reading within a budget;
-    when a long study is given without it, it is looked for among the long folder's siblings
-    (:func:`find_budget_reading`). The record's ``values`` name each reading beside it
-    (``beside``: the digits; ``beside_budget``: the 2-epoch reading and its folder).
-
-    Raises
-    ------
-    UsageError
-        Two folders that would both decide (two long studies, or two of other studies).
-
-    Notes
-    -----
-    SPEC section 6, claim 6 ("Which data set decides", amended by issue 38).
-    """
-    dirs = list(vit_dir) if isinstance(vit_dir, (list, tuple)) else [vit_dir]
-    read = [(Path(d), claim6_vit.folder_summary(d)) for d in dirs]
-    longs = [x for x in read if is_long(x[1])]
-    budgets = [x for x in read if is_budget_reading(x[1])]
-    others = [x for x in read if not is_long(x[1]) and not is_budget_reading(x[1])]
-    deciding = longs or others
-    if len(deciding) > 1 or (longs and others):
-        raise UsageError("--vit: give at most one folder that decides claim 6 (a long study, "
-                         "or one study of another data set); got "
-                         + ", ".join(str(d) for d, _ in longs + others))
-    if longs and not budgets:
-        found = find_budget_reading(longs[0][0])
-        if found is not None:
-            budgets = [(found, claim6_vit.folder_summary(found))]
-    if deciding:
-        folder, summary = deciding[0]
-        rec = claim6_vit._record(claim6_vit.claim6(summary), str(folder))
-        data = summary.get("data")
-        rec["values"].update(data=data, floor=claim6_vit.DECLARED.get(data, {}).get("floor"),
-                             recipe_name=summary.get("recipe_name", "default"))
-        if data not in claim6_vit.DECLARED:
-            rec = as_preview(rec, f"{data} has no declared study (SPEC section 6, claim 6)")
-        if beside is not None and beside.get("status") != "not run":
-            rec["values"]["beside"] = beside
-            rec["detail"] = f"{rec['detail']}. Beside it: {_beside_text(beside, 'the digits')}"
-    elif beside is not None:
-        rec = dict(beside, values=dict(beside.get("values") or {}))
-    else:
-        rec = not_run("6", "no study decides claim 6 here (give a long study or a reproduction)",
-                      claim=claim6_vit.CLAIM)
-    for folder, summary in budgets[:1]:
-        budget = claim6_vit._record(claim6_vit.claim6(summary), str(folder))
-        rec["values"]["beside_budget"] = dict(budget, folder=str(folder))
-        text = _beside_text(budget, f"the 2-epoch reading, within a budget, not the verdict; "
-                                    f"{folder}")
-        rec["detail"] = f"{rec['detail']}. Beside it: {text}" if rec.get("detail") else text
-    if longs and not budgets:
-        rec["detail"] += (". The 2-epoch reading: not found beside the long study (give its "
-                          "folder as a second --vit)")
-    return rec
