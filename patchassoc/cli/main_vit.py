@@ -41,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "is run again into the same --out")
     g.add_argument("--seeds", type=positive_int, default=5, metavar="K",
                    help="number of seeds (seed, seed+1, ...; default 5)")
+    g.add_argument("--status", action="store_true",
+                   help="--recipe long: print what the --out folder holds so far (each "
+                        "declared run, finished or not, with its accuracy and CPU-seconds; the "
+                        "gap once the comparison's runs have finished), read only, and exit")
     g.add_argument("--control-seeds", type=positive_int, default=None, metavar="K",
                    help="--recipe long: seeds of each control and of the CNN (the first K of "
                         "the comparison's; default the declared 3)")
@@ -90,6 +94,8 @@ def run(ctx) -> dict:
         raise UsageError(f"data folder {a.data_dir} does not exist")
     if a.no_shuffle and a.shuffle:
         raise UsageError("--shuffle and --no-shuffle exclude each other")
+    if a.status and a.recipe != "long":
+        raise UsageError("--status is for --recipe long")
     if a.recipe == "long":
         return _run_long(ctx, draw)
     if a.control_seeds is not None:
@@ -111,6 +117,11 @@ def _run_long(ctx, draw) -> dict:
     if given:
         raise UsageError(f"{given[0]}: the long recipe runs no shuffled-patch experiment (it "
                          f"stays on the 2-epoch recipe, SPEC section 6, claim 6)")
+    if a.status:
+        from patchassoc.simulations.studies.claim6_long import status
+        return status(ctx.out, a.data, a.seeds, a.control_seeds, ctx.seed, a.positional,
+                      epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, dim=a.dim,
+                      depth=a.depth, heads=a.heads)
     outcome = run_long(ctx.out, a.data, a.data_dir, a.seeds, a.control_seeds, ctx.seed,
                        a.device, a.threads, a.jobs, a.positional,
                        ctx.progress and not ctx.json, a.max_train, epochs=a.epochs,
@@ -178,7 +189,24 @@ def _shuffle_lines(sh: dict) -> list[str]:
     return lines
 
 
+def _render_status(st: dict) -> str:
+    from patchassoc.simulations.studies.claim6_vit import _MODEL_LABELS
+    lines = [f"{st['out']}: {st['finished']} of {st['total']} runs finished "
+             f"({st['cpu_s']:.0f} CPU-s); not a verdict until the study finishes"]
+    for r in st["runs"]:
+        what = (f"{100 * r['accuracy']:.2f} %, loss fell {100 * r['last_epoch_loss_fall']:.2f} % "
+                f"over the last epoch, {r['cpu_s']:.0f} CPU-s" if r["finished"] else
+                "a run of another recipe" if r.get("other_recipe") else "not finished")
+        lines.append(f"  {_MODEL_LABELS.get(r['model'], r['model']):18s} seed {r['seed']}: {what}")
+    g = st.get("gap")
+    if g is not None:
+        lines.append(_gap_line("gap (positional - standard)", g))
+    return "\n".join(lines)
+
+
 def render(summary: dict) -> str:
+    if "runs" in summary and "finished" in summary:   # --status
+        return _render_status(summary)
     from patchassoc.simulations.studies.claim6_vit import (_MODEL_LABELS, _pct, _positional_kind,
                                                            _preview_text, controls_text)
     kind = _positional_kind(summary)

@@ -42,7 +42,7 @@ from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies import claim6_vit
 from patchassoc.simulations.studies.study import Outcome
 
-__all__ = ["LONG_DECLARED", "CONTROL_MODELS", "long_tasks", "run_long", "model_entry"]
+__all__ = ["LONG_DECLARED", "CONTROL_MODELS", "long_tasks", "run_long", "model_entry", "status"]
 
 #: The declared long studies (SPEC section 6, claim 6), by data set: seeds of the two compared
 #: ViTs and of each control (uniform attention, no token mixing, the small CNN).
@@ -226,3 +226,61 @@ def _summary(result, curves: CurveResult, positional: str, control_list, recipe,
                    shuffle_note="the shuffled-patch experiment stays on the 2-epoch recipe "
                                 "(SPEC section 6, claim 6): read it from the 2-epoch study")
     return summary
+
+
+def status(out: Path, data: str = "fashion-mnist", seeds: int = 5,
+           control_seeds: int | None = None, first_seed: int = 0,
+           positional: str = "positional", **recipe_overrides) -> dict:
+    """What a long study folder holds so far, read only (nothing is trained or written): each
+    declared run, finished or not, with its final test accuracy, the last epoch's relative fall
+    of its training loss and its CPU-seconds; and, once every run of the comparison has
+    finished, the paired gap (positional minus standard) with its 95 % t-interval. Not a
+    verdict: the claim is read by the finished study (:func:`run_long`).
+
+    Parameters
+    ----------
+    out : Path
+        The study folder.
+    data, seeds, control_seeds, first_seed, positional, **recipe_overrides
+        The study asked for, as for :func:`run_long`.
+
+    Returns
+    -------
+    dict
+        ``runs`` (one entry per declared run, in the declared order), ``finished``, ``total``,
+        ``cpu_s`` (of the finished runs) and ``gap`` (or None).
+    """
+    from patchassoc.simulations.engines.vit.training import recipe_for
+    from patchassoc.simulations.runtime.results import load_folder
+
+    recipe = recipe_for(data, "long", **recipe_overrides)
+    if control_seeds is None:
+        control_seeds = min(seeds, LONG_DECLARED.get(data, {}).get("control_seeds", seeds))
+    seed_list = list(range(first_seed, first_seed + seeds))
+    store = RunStore(out)
+    rows, acc = [], {}
+    for task in long_tasks(recipe, seed_list, seed_list[:control_seeds], positional):
+        row = dict(model=task.model, seed=task.seed, finished=False)
+        folder = store.path(task)
+        if (folder / "manifest.json").is_file():
+            try:
+                config, metrics, arrays = load_folder(folder)
+            except (ValueError, OSError):
+                config = None
+            if config is not None and (config.get("key") or {}).get("recipe") == \
+                    recipe.to_dict():
+                loss = np.asarray(arrays["train_loss"])
+                row.update(finished=True, accuracy=float(metrics["accuracy"]),
+                           cpu_s=float(metrics["cpu_s"]),
+                           last_epoch_loss_fall=float((loss[-2] - loss[-1]) / loss[-2])
+                           if loss.size >= 2 else float("nan"))
+                acc[(task.model, task.seed)] = row["accuracy"]
+            elif config is not None:
+                row["other_recipe"] = True
+        rows.append(row)
+    pairs = [(acc.get((positional, s)), acc.get((REFERENCE, s))) for s in seed_list]
+    gap = (paired_gap_ci([p for p, _ in pairs], [r for _, r in pairs])
+           if all(p is not None and r is not None for p, r in pairs) else None)
+    done = [r for r in rows if r["finished"]]
+    return dict(out=str(out), runs=rows, finished=len(done), total=len(rows),
+                cpu_s=float(sum(r["cpu_s"] for r in done)), gap=gap)

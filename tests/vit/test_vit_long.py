@@ -148,6 +148,11 @@ def test_a_long_study_cut_after_one_run_resumes_from_it_with_the_same_numbers(tm
         _study(tmp_path, "cut", monkeypatch, data)
     runs = sorted(p.name for p in (tmp_path / "cut" / "runs").iterdir())
     assert runs == ["content-seed0"] and not (tmp_path / "cut" / "summary.json").exists()
+    asked = dict(seeds=2, control_seeds=1, epochs=2, dim=16, depth=1, heads=2, batch_size=8,
+                 cnn_width=4)
+    st = claim6_long.status(tmp_path / "cut", **asked)
+    assert (st["finished"], st["total"], st["gap"]) == (1, 7, None)
+    assert st["runs"][0]["accuracy"] == whole["content"]["per_seed"][0]
     trained = []
 
     def spy(data_, tasks, *args, **kwargs):
@@ -163,6 +168,9 @@ def test_a_long_study_cut_after_one_run_resumes_from_it_with_the_same_numbers(tm
         for k in ("train_loss_per_seed", "test_accuracy_per_seed"):
             assert resumed["curves"]["models"][m][k] == whole["curves"]["models"][m][k]
     assert resumed["gap_positional"] == whole["gap_positional"]
+    st = claim6_long.status(tmp_path / "cut", **asked)
+    assert st["finished"] == 7 and st["gap"] == whole["gap_positional"]
+    assert claim6_long.status(tmp_path / "cut", **dict(asked, epochs=3))["finished"] == 0
     assert [t.model for t in claim6_long.long_tasks(TINY, [0, 1], [0])] == [
         "content", "positional", "content", "positional", "uniform", "cnn", "none"]
     assert whole["claim6"]["status"] == "preview"    # a tiny run never decides
