@@ -360,19 +360,18 @@ def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000, maps: b
     """Test accuracy and, for a content model when ``maps``, the mean attention over the
     images."""
     model.eval()
-    want_maps = maps
     correct, total = 0, 0
     maps_sum = None
     for start in range(0, x.shape[0], batch):
         inputs = _inputs(x[start:start + batch].to(device), kind, patch, perm)
         if kind == "cnn":
-            logits, maps = model(inputs), None
+            logits, layer_maps = model(inputs), None
         else:
-            logits, maps = model(inputs, return_attention=True)
+            logits, layer_maps = model(inputs, return_attention=True)
         correct += int((logits.argmax(1).cpu() == y[start:start + batch]).sum())
         total += inputs.shape[0]
-        if kind == "content" and want_maps:
-            s = torch.stack([A.sum(0) for A in maps]).double().cpu()
+        if kind == "content" and maps:
+            s = torch.stack([A.sum(0) for A in layer_maps]).double().cpu()
             maps_sum = s if maps_sum is None else maps_sum + s
     model.train()
     mean_maps = None if maps_sum is None else maps_sum / max(1, total)
