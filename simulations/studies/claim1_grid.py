@@ -70,7 +70,7 @@ from patchassoc.theory.config import Config, preset
 from patchassoc.theory.structure import Structure
 from patchassoc.simulations.engines.criteria import CRITERIA, time_to
 from patchassoc.simulations.engines.population.flow import (FLOW_VERSION, T_MAX, flow_reading,
-                                                          run_flow)
+                                                          reached_horizon, run_flow)
 from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
@@ -118,7 +118,8 @@ QUICK_MAX_D = 16
 #: the last recorded decade is still moving toward its limit (cause (i), not (ii)).
 FALLING = 1e-3
 #: The limit classes in report order (those of the flow, and ``n/a`` for a record without one).
-LIMIT_ORDER = ("association", "undecided", "converged", "other sets", "tie", "n/a")
+LIMIT_ORDER = ("association", "undecided", "converged", "other sets", "tie", "undetermined",
+               "n/a")
 
 
 @dataclass(frozen=True, order=True)
@@ -272,7 +273,7 @@ def _flow_both(tr, bayes: float) -> dict:
         np.asarray(tr.error) <= BAYES_FACTOR * bayes + np.asarray(tr.bound))
     first = np.flatnonzero(holds)
     return {"first": float(tr.t[first[0]]) if first.size else None,
-            "for_good": time_to(tr.t, holds)}
+            "for_good": time_to(tr.t, holds, tr.reached)}
 
 
 def run_point(task: GridTask, cell: GridCell) -> dict:
@@ -348,12 +349,12 @@ def horizon_record(cfg: Config, tr, bayes: float, t_max: float, *, seconds: floa
                "gap_bc": h["gap_bc"], "risk": h["risk"], "speed": h["speed"]}
     limit = reading["limit"]
     status = str(reading["status"])
-    reached = status == "ok" and tr.t.size > 0 and float(tr.t[-1]) >= t_max
+    # the one rule for every flow (flow.reached_horizon), at the declared horizon t_max
+    reached = reached_horizon(status, float(tr.t[-1]) if tr.t.size else None, t_max)
     test = point_verdict(horizon, limit["class"], bayes, reached)
     flow = {k: reading.get(k) for k in ("status", "t_max", "t_reached", "evaluations",
-                                        "solver_steps", "records", "records_past_horizon",
-                                        "complete", "max_rel_bound", "rel_bound_rule",
-                                        "max_bound", "solver")}
+                                        "solver_steps", "records", "complete", "max_rel_bound",
+                                        "rel_bound_rule", "max_bound", "solver")}
     flow.update(reached=bool(reached), seconds=float(seconds), cpu_seconds=float(cpu_seconds))
     return {"L": cfg.L, "C": cfg.C, "d": cfg.d, "D": cfg.D, "q": cfg.q, "kappa": cfg.kappa,
             "in_regime": in_regime(cfg.L, cfg.q), "bayes_error": bayes,
@@ -404,15 +405,32 @@ def _classes(records) -> dict:
     return dict(sorted(counts.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
 
+def _flow_reached(r: dict) -> bool:
+    """The one rule of the horizon (:func:`~patchassoc.simulations.engines.population.flow.reached_horizon`) on a point's flow, read from the
+    record's status and times, whatever else the record says (True for a record without its
+    flow, e.g. a budget-only reading)."""
+    f = r.get("flow")
+    return not f or reached_horizon(str(f.get("status")), f.get("t_reached"),
+                                    f.get("t_max") or T_MAX)
+
+
+def point_passed(r: dict) -> bool:
+    """A point's record read by the horizon rule: its ``passed``, and its flow at its horizon
+    (:func:`_flow_reached`): a flow that stopped early never passes."""
+    return bool(r["passed"]) and _flow_reached(r)
+
+
 def _kind(r: dict) -> str:
     """Why a point fails at the horizon: ``moving`` (not at its limit yet, cause (i)): class
-    undecided, a flow that stopped before the horizon (a solver failure: not reached), or class
+    undecided, a flow that did not reach the horizon (a solver failure, a non-finite value, an
+    interruption: class undetermined, censored), or class
     association (b - c still growing like ln t) with Def. 2.2 not yet in every row or error/Bayes
     still falling by more than ``FALLING`` over the last decade;
-    ``converged`` (it reached a limit that fails, cause (ii)): class converged, other sets or
-    tie, or association with a horizon reading that fails and has stopped improving."""
+    ``converged`` (it reached a limit that fails, cause (ii)): class converged (a stationary
+    end included), other sets or tie, or association with a horizon reading that fails and has
+    stopped improving."""
     cls = _class(r)
-    if cls in ("undecided", "n/a") or (r.get("flow") and not r["flow"].get("reached", True)):
+    if cls in ("undecided", "undetermined", "n/a") or not _flow_reached(r):
         return "moving"  # a flow that stopped before the horizon has not reached it either
     if cls == "association":
         tr = r.get("trend") or {}
@@ -493,7 +511,8 @@ def grid_summary(records: Sequence[dict], reference: tuple = REFERENCE,
     ``extended``, the cost split into the GD reading and the flow, and ``preview`` (a reduced
     grid: the claim reads it as a preview, never a verdict).
     """
-    every = list(records)
+    # every point read by the one rule of the horizon, whatever its record says
+    every = [dict(r, passed=point_passed(r)) for r in records]
     records = [r for r in every if _D(r) <= max_D]
     beyond = [r for r in every if _D(r) > max_D]
     regime = [r for r in records if r["in_regime"]]
@@ -536,8 +555,7 @@ def grid_summary(records: Sequence[dict], reference: tuple = REFERENCE,
                                       if _class(r) == "association"],
             "outside_failures": [_key(r) for r in records
                                  if not r["in_regime"] and not r["passed"]],
-            "flow_not_reached": [_key(r) for r in every
-                                 if r.get("flow") and not r["flow"].get("reached")],
+            "flow_not_reached": [_key(r) for r in every if not _flow_reached(r)],
             "time_to_error": _stats(((r.get("times") or {}).get("error") or {}).get("time")
                                     for r in regime),
             "budget": _budget(records, regime, ref), "extended": extended,

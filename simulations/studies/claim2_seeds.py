@@ -147,14 +147,15 @@ def invariance_z(delta: np.ndarray, structure, n_null: int = NULL_PARTITIONS,
 
 
 # -- one seed's curve: times to the criteria, the trend ----------------------------------------
-def seed_times(steps, topc_rows, share_min, test_error, *, D: int, error_threshold: float
-               ) -> dict:
+def seed_times(steps, topc_rows, share_min, test_error, *, D: int, error_threshold: float,
+               reached: bool = True) -> dict:
     """The time to each criterion of the seed rule along one recorded run (the records up to
-    its last one; :func:`~patchassoc.simulations.engines.criteria.times_to_criteria`), and which
-    criteria fail at the last record (``failing``)."""
+    its last one; :func:`~patchassoc.simulations.engines.criteria.times_to_criteria`; a run
+    that did not reach its horizon is censored in every criterion), and which criteria fail at
+    the last record (``failing``)."""
     topc = np.asarray(topc_rows, dtype=np.float64) == D
     out = times_to_criteria(steps, topc=topc, share=share_min, error=test_error,
-                            error_limit=error_threshold, eps=SAMPLED_EPS)
+                            error_limit=error_threshold, eps=SAMPLED_EPS, reached=reached)
     out["failing"] = [c for c in ("def22", "share", "error") if out[c]["censored"]]
     return out
 
@@ -279,7 +280,7 @@ def run_seed(task: SeedTask, cell: SeedCell) -> dict:
              "test_error": t.test_error.tolist()}
     reached = t.status == "ok" and int(t.steps_done) == H and t.steps.size > 0
     times = seed_times(t.steps, t.topc_rows, t.share_min, t.test_error, D=cfg.D,
-                       error_threshold=threshold) if t.steps.size else None
+                       error_threshold=threshold, reached=reached) if t.steps.size else None
     passed = bool(reached and times is not None and not times["all"]["censored"])
     tr = trend(t.steps, t.topc_rows, t.share_min, t.test_error, horizon=H) \
         if t.steps.size else None

@@ -64,7 +64,7 @@ from patchassoc.theory.solutions import sign_of_sum_error
 from patchassoc.simulations.engines.criteria import CRITERIA
 from patchassoc.simulations.engines.population.exact import evaluate, plan
 from patchassoc.simulations.engines.population.flow import (
-    FLOW_VERSION, PER_DECADE, T_MAX, flow_reading, run_flow)
+    FLOW_VERSION, PER_DECADE, T_MAX, flow_reading, reached_horizon, run_flow)
 from patchassoc.simulations.engines.population.trajectory import (
     initial_point, phases, population_descent)
 from patchassoc.simulations.engines.sampled_descent import train
@@ -462,6 +462,8 @@ def _flow(task: ScalingTask, cell: ScalingCell) -> dict:
     tol = task.tol_factor * bayes if bayes > 0 else 1e-12
     cert = _certify(s, alpha, a, b, c, tol, task.max_configurations)
     rec.update(alpha=alpha, a=a, b=b, c=c, **cert)
+    if not tr.reached:        # censored: its last state is not the state at the horizon
+        rec.update(reached=False, reason=f"the flow did not reach its horizon ({tr.status})")
     return rec
 
 
@@ -626,6 +628,12 @@ def _flow_err(rec, tol_factor: float = TOL_FACTOR):
         return None
     out = _err(rec)
     rd = rec.get("reading") or {}
+    status = str(rec.get("status"))
+    if out["reached"] and not reached_horizon(status, rd.get("t_reached"),
+                                              rec.get("t_max") or FLOW_T_MAX):
+        # the one rule, applied where the cell is read too: a flow that stopped early is never
+        # read at its horizon, whatever its cell says
+        out = {"reached": False, "reason": f"the flow did not reach its horizon ({status})"}
     lim = rd.get("limit") or {}
     hz = rd.get("horizon") or {}
     times = rd.get("times") or {}
@@ -636,11 +644,9 @@ def _flow_err(rec, tol_factor: float = TOL_FACTOR):
         b, c = ser["b"], ser["c"]
         trend = flow_trend(ser["t"], ser["error"], ser["share"],
                            [x - y for x, y in zip(b, c)], b, c)
-    status = str(rec.get("status"))
     tol = tol_factor * rec["bayes"] if rec.get("bayes") else None
     change = trend.get("error_change")
-    ended = status == "ok" or status.startswith("stationary")
-    settled = bool(out["reached"] and ended and change is not None and tol is not None
+    settled = bool(out["reached"] and change is not None and tol is not None
                    and abs(change) <= tol)
     out.update(status=status, t_max=rec.get("t_max"), t_reached=rd.get("t_reached"),
                limit=lim.get("class"), limit_alpha=lim.get("alpha"), slope_bc=lim.get("slope_bc"),
@@ -833,10 +839,8 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
         reasons.append(f"flow horizon {t_max:g}, not the declared {FLOW_T_MAX:g}")
     if seed != 0:
         reasons.append(f"seed {seed}, not the declared seed 0")
-    missing = [r["d"] for r in a["rows"]
-               if r["d"] in gd_ds and not (r["flow"] or {}).get("reached")]
-    if missing:
-        reasons.append(f"flow not certified at the horizon at d = {missing}")
+    # a point of the range that was not computed, did not reach its horizon or could not be
+    # certified is not a preview: it fails the claim with its cause (claim7, cause_of)
     budget_missing = [r["d"] for r in a["rows"]
                       if r["d"] in gd_ds and not (r["gd"] or {}).get("reached")]
     budget_note = []

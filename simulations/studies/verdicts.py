@@ -36,7 +36,8 @@ STATUSES = ("pass", "fail", "not run", "preview")
 #: names one of these causes, with the numbers that decide it.
 CAUSES = {"i": "not reached by the horizon and still moving toward it",
           "ii": "converged to a point that fails",
-          "iii": "a control passes"}
+          "iii": "a control passes",
+          "iv": "proved only at fixed sizes, not for symbolic sizes"}
 
 
 def record(cid: str, measured: str, threshold: str, passed: bool, source: str,

@@ -144,7 +144,8 @@ def family_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX,
     reading = flow_reading(tr, bayes)
     rec = {"d": cfg.d, "L": L, "C": C, "D": cfg.D, "q": q, "kappa": cfg.kappa, "bayes": bayes,
            "sign_of_sum": sign_of_sum_error(L, C, q), "alpha0": alpha0, "alpha0_seed": alpha_seed,
-           "status": tr.status, "limit": reading["limit"]["class"],
+           "status": tr.status, "t_max": float(t_max), "t_reached": tr.t_reached,
+           "limit": reading["limit"]["class"],
            "horizon": reading["horizon"], "times": reading["times"],
            "evaluations": reading["evaluations"], "max_rel_bound": reading["max_rel_bound"],
            "attention_move": _moves(tr), "reached": False, "settled": False}
@@ -159,10 +160,11 @@ def family_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX,
     except ValueError as exc:           # beyond the engine's cap: out of reach, never guessed
         return dict(rec, reason=str(exc), seconds=sec, cpu_seconds=cpu)
     bound = float(ev.bounds["error"])
-    ended = tr.status == "ok" or tr.status.startswith("stationary")
     rec.update(reached=True, error=ev.error, bound=bound, error_high=ev.error + bound, tol=tol,
-               settled=bool(ended and abs(rec["trend"]["error_change"]) <= tol),
+               settled=bool(tr.reached and abs(rec["trend"]["error_change"]) <= tol),
                seconds=sec, cpu_seconds=cpu)
+    if not tr.reached:        # censored: its last state is not the state at the horizon
+        rec.update(reached=False, reason=f"the flow did not reach its horizon ({tr.status})")
     return rec
 
 

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from patchassoc.simulations.engines.population.flow import T_MAX, reached_horizon
 from patchassoc.simulations.studies import claim1_grid, claim2_seeds, claim7_scaling
 from patchassoc.simulations.studies.robustness.variants import (
     CLAIM3_NOTE, FAMILY_KS, REFERENCE, REFERENCE_POINT, STALL_ALPHA, SUBGRID_MAX_D, Variant,
@@ -108,6 +109,18 @@ def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
                                       for r in recs))}
 
 
+def _at_horizon(rec: dict) -> dict:
+    """A family record read by the one rule of the horizon (:func:`~patchassoc.simulations.engines.population.flow.reached_horizon`),
+    whatever the record says: a flow that stopped early is not reached and not settled."""
+    hz = rec.get("horizon") or {}
+    if rec.get("reached") and not reached_horizon(str(rec.get("status")),
+                                                  rec.get("t_reached", hz.get("t")),
+                                                  rec.get("t_max") or T_MAX):
+        return dict(rec, reached=False, settled=False,
+                    reason=f"the flow did not reach its horizon ({rec.get('status')})")
+    return rec
+
+
 def claim7_reading(recs: Sequence[dict]) -> dict:
     """Claim 7 for one variant from its family records (:func:`~.runs.family_cell`), by claim 7's rule:
     the local exponent of the certified upper ends increases at every pair and rises by
@@ -115,7 +128,7 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
     q) fail it; the Bayes error passes it, else no verdict. The cause of a FAIL: (iii) a control
     passes; (i) a flow not certified or not settled, with its trend; (ii) the settled limits fail
     the rule."""
-    recs = sorted(recs, key=lambda r: r["d"])
+    recs = [_at_horizon(r) for r in sorted(recs, key=lambda r: r["d"])]
     if not recs:
         return {"status": "not run"}
     ds = [r["d"] for r in recs]
@@ -127,16 +140,15 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
     reasons = []
     if len(recs) < len(FAMILY_KS):
         reasons.append(f"{len(recs)} of the {len(FAMILY_KS)} declared points")
-    missing = [r["d"] for r in recs if not r.get("reached")]
-    if missing:
-        reasons.append(f"flow not certified at d = {missing}")
+    # a declared point whose flow did not reach its horizon or was not certified is not a
+    # reason for no verdict: it fails the claim, cause (i) (its record is not settled)
     if not tests["bayes"]["passed"]:
         reasons.append("the Bayes error itself fails the test on this range")
     control_passes = bool(tests["identity"]["passed"])
     rule = bool(tests["flow"]["passed"]) and not control_passes
     cause = None
     if not rule:
-        unsettled = [r for r in recs if not r.get("settled")]
+        unsettled = [r for r in recs if not (r.get("reached") and r.get("settled"))]
         if control_passes:
             cause = _cause("iii", f"identity and uniform attention pass the rule (exponents "
                                   f"{_exps(tests['identity'])})")
@@ -181,7 +193,8 @@ def _exps(test: dict) -> str:
 
 def _unsettled_text(r: dict) -> str:
     if not r.get("reached"):
-        return f"d = {r['d']}: not certified ({r.get('reason') or r.get('status')})"
+        return (f"d = {r['d']}: no certified reading at the horizon "
+                f"({r.get('reason') or r.get('status')})")
     tr = r.get("trend") or {}
     return (f"d = {r['d']}: flow {r['status']}, class {r['limit']}, error "
             f"{_fmt(tr.get('error_from', 0) / r['bayes'], '.4g')} -> "
