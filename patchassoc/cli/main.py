@@ -45,8 +45,8 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
     from patchassoc.cli import (main_association, main_bench, main_check, main_data,
                                 main_grid, main_lemmas, main_locality, main_paper_figures,
                                 main_population, main_population_eval, main_reproduce,
-                                main_robustness, main_scaling, main_seeds, main_solutions,
-                                main_train, main_transfer, main_vit)
+                                main_robustness, main_sample_size, main_scaling, main_seeds,
+                                main_solutions, main_train, main_transfer, main_vit)
 
     from patchassoc.cli.options import nonneg_int, out_path
     from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
@@ -60,8 +60,8 @@ __all__ = ["main", "Context", "COMMANDS", "build_parser"]
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = (main_train, main_locality, main_reproduce, main_population, main_population_eval,
             main_lemmas, main_solutions, main_check, main_bench, main_vit, main_transfer,
-            main_association, main_grid, main_seeds, main_paper_figures, main_scaling,
-            main_data, main_robustness)
+            main_association, main_grid, main_seeds, main_sample_size, main_paper_figures,
+            main_scaling, main_data, main_robustness)
 
 DEFAULT_OUT = Path("patchassoc-out")
 

@@ -674,7 +674,8 @@ def _ref_text(ref: dict) -> str:
 def _budget_text(b: dict) -> str:
     steps = f"{b.get('max_steps') or MAX_STEPS:,}"
     if not b or not b.get("n_regime"):
-        return f"within {steps} GD steps: no reading"
+        return (f"the reading within {steps} GD steps not computed here (`patchassoc grid`, or "
+                f"`patchassoc reproduce --budget-readings`)")
     frac = b.get("regime_fraction")
     ref = ("" if b.get("reference_passed") is None else
            f", reference {'passes' if b['reference_passed'] else 'fails'}"
@@ -755,13 +756,15 @@ def claim1(grid: dict | None, structure: Structure | None = None, pop: dict | No
 def compute(out: Path, *, ds=None, max_D=None, quick: bool = False, seed: int = 0,
             base: str = "ref", jobs: int = 1, dask=None, progress: bool = False,
             max_steps: int | None = None, t_max: float | None = None,
-            budget_max_D: int = MAX_D) -> dict:
+            budget_max_D: int = MAX_D, budget: bool = True) -> dict:
     """Run (or resume) the grid into ``out`` and return its JSON-ready summary (``points``: the
     records of every point, which the map is drawn from; also saved in ``grid.json``).
 
     ``max_D`` up to ``EXTENDED_MAX_D`` adds points beyond the declared grid (reported, not
     counted), read by the flow alone unless ``budget_max_D`` reaches them too; a smaller grid,
-    other ``ds``, another step budget or another horizon is a preview."""
+    other ``ds``, another step budget or another horizon is a preview. ``budget=False`` skips
+    the GD reading within the step budget at every point (it decides nothing; SPEC section 6:
+    opt-in in ``reproduce``)."""
     out = Path(out)
     ds = tuple(ds) if ds else (QUICK_DS if quick else DS)
     max_D = max_D or (QUICK_MAX_D if quick else MAX_D)
@@ -780,6 +783,8 @@ def compute(out: Path, *, ds=None, max_D=None, quick: bool = False, seed: int = 
     if int(budget_max_D) != budget_max_D or budget_max_D < MAX_D:
         raise ValueError(f"--budget-max-D must be an integer >= {MAX_D} (every point of the "
                          f"declared grid keeps its GD reading)")
+    if not budget:
+        budget_max_D = 0
     task = GridTask(base=base, seed=int(seed), max_steps=max_steps, t_max=t_max,
                     budget_max_D=int(budget_max_D))
     res = run_grid(task, cells, out / "cells", jobs=jobs, dask=dask, progress=progress)
@@ -793,10 +798,12 @@ def compute(out: Path, *, ds=None, max_D=None, quick: bool = False, seed: int = 
     return summary
 
 
-def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> Outcome:
-    """Reproduction step: the grid (quick: the reduced preview grid) with 2 local processes."""
+def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool,
+              budget_readings: bool = False) -> Outcome:
+    """Reproduction step: the grid (quick: the reduced preview grid) with 2 local processes;
+    the GD reading within the step budget only with ``budget_readings``."""
     summary = compute(out_dir, quick=quick, seed=seed, jobs=min(2, default_jobs()),
-                      progress=progress)
+                      progress=progress, budget=budget_readings)
     records = summary.pop("points", None)  # the points stay in grid.json and cells/
     return Outcome(summary, {"points": records}, saved=Path(out_dir) / "grid.json")
 
@@ -883,7 +890,7 @@ def readings(s: dict) -> dict[str, str]:
 
 STUDY = Study(
     name="grid", claim="1", verdict=verdict, readings=readings,
-    what="claim 1 on the (L, C, d) grid: the gradient flow to its horizon and 10,000 GD steps "
-         "with the diagonal fixed, map",
-    run=reproduce, cost=420, kernels=("exact",), figures=("claim1_grid",),
-    version=f"{PROTOCOL}/{FLOW_VERSION}")
+    what="claim 1 on the (L, C, d) grid: the gradient flow to its horizon with the diagonal "
+         "fixed (and, with --budget-readings, 10,000 GD steps), map",
+    run=reproduce, cost=120, kernels=("exact",), figures=("claim1_grid",),
+    version=f"{PROTOCOL}/{FLOW_VERSION}", options=("budget_readings",))

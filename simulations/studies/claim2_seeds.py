@@ -79,7 +79,7 @@ from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.results import read_json_object, write_json
 from patchassoc.simulations.studies.fig2_control import run_pair
-from patchassoc.simulations.studies.study import Outcome, Study
+from patchassoc.simulations.studies.study import Outcome
 from patchassoc.simulations.studies.verdicts import (as_preview, controls_ok,
                                                      controls_text, fmt, matrix_controls,
                                                      not_run, record, reference_structure,
@@ -160,17 +160,19 @@ def seed_times(steps, topc_rows, share_min, test_error, *, D: int, error_thresho
     return out
 
 
-def trend(steps, topc_rows, share_min, test_error, *, horizon: float) -> dict:
+def trend(steps, topc_rows, share_min, test_error, *, horizon: float,
+          window: float = TREND_WINDOW) -> dict:
     """Progress toward each criterion per doubling of t over the last records.
 
-    Least-squares slopes against log2 t over the records with t >= horizon / ``TREND_WINDOW``,
+    Least-squares slopes against log2 t over the records with t >= horizon / ``window``
+    (``TREND_WINDOW`` for GD at H; the last decade, 10, for a flow),
     signed so that positive is toward the criterion: ``def22`` (rows passing Def. 2.2),
     ``share`` (share_min) and ``error`` (minus the test error). ``None`` with fewer than two
     such records.
     """
     t = np.asarray(steps, dtype=np.float64)
-    sel = (t > 0) & (t >= horizon / TREND_WINDOW)
-    out = {"from": float(horizon / TREND_WINDOW), "to": float(horizon),
+    sel = (t > 0) & (t >= horizon / window)
+    out = {"from": float(horizon / window), "to": float(horizon),
            "records": int(sel.sum()), "def22": None, "share": None, "error": None}
     if sel.sum() < 2:
         return out
@@ -338,7 +340,7 @@ def pass_rate_curve(records: Sequence[dict]) -> dict:
     all the seeds, with its Wilson 95 % band. A censored seed never counts."""
     records = list(records)
     n = len(records)
-    ts = sorted({int(x) for r in records for x in (r.get("curve") or {}).get("steps", [])})
+    ts = sorted({x for r in records for x in (r.get("curve") or {}).get("steps", [])})
     times = [((r.get("times") or {}).get("all") or {}).get("time") if r.get("passed") else None
              for r in records]
     k = [sum(1 for x in times if x is not None and x <= t) for t in ts]
@@ -350,12 +352,12 @@ def pass_rate_curve(records: Sequence[dict]) -> dict:
 
 def _over_seeds(records: Sequence[dict], key: str) -> dict:
     """Median, min and max over the seeds of ``curve[key]`` at each recorded t."""
-    by_t: dict[int, list[float]] = {}
+    by_t: dict[float, list[float]] = {}
     for r in records:
         c = r.get("curve") or {}
         for t, y in zip(c.get("steps", []), c.get(key, [])):
             if y is not None and math.isfinite(y):
-                by_t.setdefault(int(t), []).append(float(y))
+                by_t.setdefault(t, []).append(float(y))
     ts = sorted(by_t)
     return {"t": ts, "median": [float(np.median(by_t[t])) for t in ts],
             "min": [min(by_t[t]) for t in ts], "max": [max(by_t[t]) for t in ts],
@@ -707,11 +709,3 @@ def readings(s: dict) -> dict[str, str]:
         f"{st['assoc_D']} rows, share min {st['assoc_share_min']:.3f}, ARI "
         f"{st['ari_top_c']:.2f}.")
     return out
-
-
-STUDY = Study(
-    name="seeds", claim="2", verdict=verdict, readings=readings,
-    what="claim 2 over 10 seeds (diagonal fixed) to the horizon H, and the paper's Fig. 2 "
-         "control",
-    run=reproduce, cost=350, kernels=("sampled",), figures=("seeds_horizon", "gaussian_cnn"),
-    version=PROTOCOL)

@@ -77,9 +77,9 @@ def claim4(lemmas: dict | None, source: str = "patchassoc.theory.lemmas") -> dic
                          "not_proved": failed, "n_proved": len(records) - len(failed)},
                  claim=CLAIM)
     if instance and not failed:
-        rec = with_cause(rec, "iv", "; ".join(
-            f"{r['name']} is verified only at {r.get('scope') or 'sizes not recorded'}"
-            for r in instance) + "; the threshold counts only general proofs")
+        rec = with_cause(rec, "iv", "verified at sizes only, not for symbolic L, C: " + "; ".join(
+            f"{r['name']} ({r.get('scope') or 'sizes not recorded'})" for r in instance)
+            + "; the threshold counts only general proofs")
     return rec
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from patchassoc.simulations.engines.population.trajectory import run_population
 from patchassoc.simulations.engines.sampled_descent import TrainResult
-from patchassoc.simulations.studies import (claim1_grid, claim2_seeds, claim3_solutions,
+from patchassoc.simulations.studies import (claim1_grid, claim2_flow, claim2_seeds,
+                                            claim3_solutions,
                                             claim4_lemmas, claim6_vit, claim7_scaling,
                                             paper_settings, population_run,
                                             sampled_convergence, sampled_training,
@@ -55,7 +56,8 @@ CHECK = Study(name="check", what="the claims of SPEC section 6, from the steps a
 #: Every study, in the order the report lists them (``reproduce`` starts them by cost).
 STUDIES: tuple[Study, ...] = (
     sampled_training.TRAIN, sampled_training.TRAIN_GRAM, spatial_locality.STUDY,
-    population_run.STUDY, population_run.FLOW, sampled_convergence.STUDY, claim1_grid.STUDY, claim2_seeds.STUDY,
+    population_run.STUDY, population_run.FLOW, sampled_convergence.STUDY, claim1_grid.STUDY,
+    claim2_flow.STUDY, claim2_flow.SAMPLE_SIZE_STUDY,
     paper_settings.STUDY, claim4_lemmas.STUDY, claim3_solutions.STUDY, claim5_transfer.STUDY,
     claim7_scaling.STUDY, claim6_vit.STUDY, robustness.STUDY, CHECK)
 

@@ -70,6 +70,10 @@ class Study:
         The version of its protocol (what it computes and how): part of the fingerprint of a
         reproduction step, so that a step saved by another version is computed again. Change
         it when the step's results would change for the same configuration and seed.
+    options : tuple of str
+        Keyword options of ``run`` that ``reproduce`` sets from its command line (e.g.
+        ``budget_readings``); they are part of the step's work, so that a step computed with
+        other options is computed again.
     table : callable, optional
         ``table(root) -> dict | None``: a table a study without a claim of its own reports
         beside the claims (``patchassoc check --from`` prints it), read from a reproduction
@@ -89,6 +93,7 @@ class Study:
     figures: tuple[str, ...] = ()
     version: str = "1"
     table: Callable[[Path], dict | None] | None = None
+    options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.claim is None) != (self.verdict is None):

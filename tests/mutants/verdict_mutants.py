@@ -50,6 +50,10 @@ T_ROB = "tests/studies/test_robustness.py"
 T_VERD = "tests/studies/test_verdicts.py"
 T_CONST = "tests/studies/test_deciding_constants.py"
 T_MUT = "tests/studies/test_verdict_mutants.py"
+SFLOW = "simulations/engines/sampled_flow.py"
+C2F = "simulations/studies/claim2_flow.py"
+T_SFLOW = "tests/engines/test_sampled_flow.py"
+T_C2F = "tests/studies/test_claim2_flow.py"
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,29 @@ MUTANTS = (
     Mutant("M39", "a stationary end is not a reached horizon", FLOW,
            '    if status.startswith("stationary"):\n        return True',
            '    if status.startswith("stationary"):\n        return False', (T_FLOW, T_GRID)),
+    # -- this round: the empirical-risk flow and claim 2 at its horizon -------------------------
+    Mutant("M40", "the sampled association class ignores the slope of min u", SFLOW,
+           'if out["u_min"] > 0 and out["slope_u_min"] >= SLOPE_MIN:',
+           'if out["u_min"] > 0:', (T_SFLOW,)),
+    Mutant("M41", "an empirical-risk flow that stopped early gets a class", SFLOW,
+           "    if not tr.reached:\n        out[\"reason\"]",
+           "    if False:\n        out[\"reason\"]", (T_SFLOW,)),
+    Mutant("M42", "other sets for the sampled flow needs only max u < 0", SFLOW,
+           'elif out["u_max"] < 0 and out["slope_u_max"] <= -SLOPE_MIN:',
+           'elif out["u_max"] < 0:', (T_SFLOW,)),
+    Mutant("M43", "a seed whose flow stopped early is not named as cause (i)", C2F,
+           "    if stopped:\n        return \"i\"", "    if False:\n        return \"i\"",
+           (T_C2F,)),
+    Mutant("M44", "claim 2 at the flow passes although a control associates", C2F,
+           'passed = bool(flows.get("passed")) and controls_ok(controls) and have_fig2',
+           'passed = bool(flows.get("passed"))', (T_C2F,)),
+    Mutant("M45", "any configuration counts as claim 2's declared one", C2F,
+           "    return all(mine.get(k) == v for k, v in ref.items() if k not in (\"steps\", "
+           "\"records\"))",
+           "    return True", (T_C2F,)),
+    Mutant("M46", "the flow's seed rule forgets that the flow did not reach T", SFLOW,
+           "eps=1.0 - share_level, reached=tr.reached)", "eps=1.0 - share_level)",
+           (T_SFLOW, T_C2F)),
 )
 
 

@@ -82,7 +82,7 @@ from patchassoc.simulations.runtime.results import save_folder
 __all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_reading",
            "limit_class", "flow_times", "T_MAX",
            "T_MIN", "PER_DECADE", "REL_BOUND", "RTOL", "ATOL", "COMPLETE_MAX", "SLOPE_MIN", "STILL",
-           "classify_decade", "LIMIT_RULE",
+           "classify_decade", "LIMIT_RULE", "record_times",
            "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR", "MIN_RECORDS", "TIE_RTOL",
            "FLOW_VERSION", "reached_horizon"]
 
@@ -188,6 +188,19 @@ class FlowTrajectory:
         return np.asarray(self.segments[k][2](s), dtype=np.float64)
 
 
+def record_times(t_max: float, per_decade: int = PER_DECADE) -> np.ndarray:
+    """The times a flow records: t = 0, then log-spaced from t = 1 to ``t_max``, ``per_decade``
+    a decade, ``t_max`` included (just t = 0 and ``t_max`` when ``t_max`` <= 1)."""
+    hi = math.log10(t_max) if t_max > 1 else 0.0
+    n = max(1, int(math.ceil(hi * per_decade)))
+    # 10 ** x by the C library's scalar pow, not NumPy's vectorized one (whose bits depend on
+    # the CPU): the record times are the times the solver is asked for
+    pts = (np.array([10.0 ** float(x) for x in np.linspace(0.0, hi, n + 1)]) if t_max > 1
+           else np.array([]))
+    pts = np.unique(np.concatenate([pts, [t_max]]))
+    return np.concatenate([[0.0], pts[(pts > 0.0) & (pts <= t_max)]])
+
+
 def reached_horizon(status: str, t_reached: float | None, t_max: float) -> bool:
     """The one rule for every flow (SPEC section 6): a flow reached its horizon when it was
     integrated to ``t_max`` (status ``"ok"`` and its last record at t_max), or when it stopped
@@ -224,6 +237,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         (``restarts`` records where and why).
     method : ``"LSODA"``, ``"Radau"`` or ``"BDF"``.
     complete_max : enumerate completely up to this many multisets, else truncate.
+
     Returns
     -------
     FlowTrajectory
@@ -299,19 +313,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
             raise FloatingPointError("non-finite gradient")
         return math.exp(s) * v           # d theta / ds = (1 + t) d theta / dt
 
-    def grid(t_from: float, t_to: float) -> np.ndarray:
-        """Log-spaced record times in (t_from, t_to], ``per_decade`` a decade, t_to included."""
-        lo = math.log10(max(t_from, 1.0))
-        hi = math.log10(t_to) if t_to > 1 else 0.0
-        n = max(1, int(math.ceil((hi - lo) * per_decade)))
-        # 10 ** x by the C library's scalar pow, not NumPy's vectorized one (whose bits depend
-        # on the CPU): the record times are the times the solver is asked for
-        pts = (np.array([10.0 ** float(x) for x in np.linspace(lo, hi, n + 1)]) if t_to > 1
-               else np.array([]))
-        pts = np.unique(np.concatenate([pts, [t_to]]))
-        return pts[(pts > t_from) & (pts <= t_to)]
-
-    t_rec = np.concatenate([[0.0], grid(0.0, t_max)])
+    t_rec = record_times(t_max, per_decade)
     s_rec = np.array([math.log1p(float(x)) for x in t_rec])
     rows: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
 
