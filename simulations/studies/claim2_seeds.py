@@ -64,13 +64,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.stats import binomtest
 
 from patchassoc.theory.association import associate
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.config import Config
 from patchassoc.theory.invariant import invariant_fraction
 from patchassoc.theory.structure import Structure, random_partition
+from patchassoc.simulations.analysis import stats
+from patchassoc.simulations.analysis.stats import wilson_interval
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.sampled_descent import train
 from patchassoc.simulations.engines.start import record_steps
@@ -116,15 +117,6 @@ PROTOCOL = "claim2-seeds-2"
 #: The claim (SPEC section 6, item 2), as the claims table states it.
 CLAIM = "sampled GD (diagonal fixed) associates and generalizes over 10 seeds"
 _CRITERIA_TEXT = {"def22": "Def. 2.2", "share": "share_min", "error": "test error"}
-
-
-def wilson_interval(k: int, n: int) -> tuple[float, float]:
-    """Wilson score 95 % interval of a binomial proportion k / n (scipy's
-    ``binomtest(k, n).proportion_ci(method="wilson")``), clipped to [0, 1]."""
-    if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=0.95, method="wilson")
-    return max(0.0, float(ci.low)), min(1.0, float(ci.high))
 
 
 def invariance_z(delta: np.ndarray, structure, n_null: int = NULL_PARTITIONS,
@@ -181,7 +173,7 @@ def trend(steps, topc_rows, share_min, test_error, *, horizon: float,
                          ("error", test_error, -1.0)):
         y = np.asarray(y, dtype=np.float64)[sel]
         if np.all(np.isfinite(y)):
-            out[key] = sign * float(np.polyfit(x, y, 1)[0])
+            out[key] = sign * stats.slope(x, y)
     return out
 
 

@@ -73,6 +73,7 @@ from patchassoc.simulations.engines.population.bruteforce import bruteforce_risk
 from patchassoc.simulations.engines.population.trajectory import PopulationResult, run_population
 from patchassoc.simulations.engines.population.exact import MAX_CONFIGURATIONS, TIE_RTOL, evaluate
 from patchassoc.theory.bayes import bayes_error
+from patchassoc.simulations.analysis.stats import Z95, wilson_interval
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.engines.sampled_descent import TrainResult
 from patchassoc.simulations.runtime.results import load_folder, read_json_object, save_folder
@@ -114,7 +115,7 @@ SAMPLED_EPS = 0.25
 #: Certified truncation tolerance used when a complete multiset enumeration is refused.
 TRUNCATION_TOL = 1e-6
 
-_Z95 = 1.959963984540054
+_Z95 = Z95
 
 
 @dataclass(frozen=True)
@@ -160,14 +161,6 @@ def _as_invariant(Q: np.ndarray, structure: Structure) -> tuple[float, float, fl
     return tuple(out)
 
 
-def _wilson(k: float, n: int, z: float = _Z95) -> tuple[float, float]:
-    p = k / n
-    den = 1.0 + z * z / n
-    center = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, center - half), min(1.0, center + half)
-
-
 def monte_carlo(A: np.ndarray, structure: Structure, q: float, p: int, nu: float, alpha: float,
                 n: int, rng: np.random.Generator, chunk: int = 50_000,
                 noise_sd: float = 0.0) -> Measurement:
@@ -210,7 +203,7 @@ def monte_carlo(A: np.ndarray, structure: Structure, q: float, p: int, nu: float
     mean = s1 / n
     var = max(0.0, (s2 - n * mean * mean) / (n - 1))
     half = _Z95 * math.sqrt(var / n)
-    elo, ehi = _wilson(e1, n)
+    elo, ehi = wilson_interval(e1, n)
     return Measurement(method="monte-carlo", risk=mean, risk_low=mean - half,
                        risk_high=mean + half, error=e1 / n, error_low=elo, error_high=ehi,
                        work=n, detail=f"{n:,} draws"

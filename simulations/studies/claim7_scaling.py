@@ -61,6 +61,7 @@ from patchassoc.theory.association import associate, invariant_association
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.config import Config
 from patchassoc.theory.solutions import sign_of_sum_error
+from patchassoc.simulations.analysis import stats
 from patchassoc.simulations.engines.criteria import CRITERIA
 from patchassoc.simulations.engines.population.exact import evaluate, plan
 from patchassoc.simulations.engines.population.flow import (
@@ -247,11 +248,6 @@ def omega_test(ds: Sequence[float], errors: Sequence[float], min_rise: float = M
             "points": len(ds)}
 
 
-def _t975(dof: int) -> float:
-    from scipy.stats import t
-    return float(t.ppf(0.975, dof))
-
-
 def loglog_fit(x: Sequence[float], y: Sequence[float]) -> dict | None:
     """Least squares ln y = intercept + slope ln x, with the slope's standard error and 95 %
     t-interval (``None`` with fewer than 2 usable points; no interval with exactly 2)."""
@@ -260,22 +256,7 @@ def loglog_fit(x: Sequence[float], y: Sequence[float]) -> dict | None:
            and math.isfinite(a) and math.isfinite(b)]
     if len(pts) < 2:
         return None
-    X = np.log([p[0] for p in pts])
-    Y = np.log([p[1] for p in pts])
-    if np.ptp(X) == 0:
-        return None
-    Xc = X - X.mean()
-    slope = float((Xc @ (Y - Y.mean())) / (Xc @ Xc))
-    intercept = float(Y.mean() - slope * X.mean())
-    n = len(pts)
-    out = {"slope": slope, "intercept": intercept, "n": n, "se": None, "ci_low": None,
-           "ci_high": None}
-    if n > 2:
-        resid = Y - (intercept + slope * X)
-        se = float(math.sqrt((resid @ resid) / (n - 2) / (Xc @ Xc)))
-        h = _t975(n - 2) * se
-        out.update(se=se, ci_low=slope - h, ci_high=slope + h)
-    return out
+    return stats.linear_fit([math.log(p[0]) for p in pts], [math.log(p[1]) for p in pts])
 
 
 # -- closed forms --------------------------------------------------------------------------------
@@ -422,10 +403,7 @@ def flow_trend(t: Sequence[float], error: Sequence[float], share: Sequence[float
         last = np.arange(t.size - 2, t.size)
     i0, i1 = int(last[0]), int(last[-1])
     err, sh, gp = (np.asarray(x, dtype=np.float64) for x in (error, share, gap))
-    x = np.log1p(t[last])
-    x = x - x.mean()
-    den = float(x @ x)
-    slope = float(x @ (gp[last] - gp[last].mean()) / den) if den > 0 else 0.0
+    slope = stats.slope([math.log1p(float(x)) for x in t[last]], gp[last])
     return {"t_from": float(t[i0]), "t_to": float(t[i1]), "error_from": float(err[i0]),
             "error_to": float(err[i1]), "error_change": float(err[i1] - err[i0]),
             "share_change": float(sh[i1] - sh[i0]), "gap_change": float(gp[i1] - gp[i0]),
