@@ -3,7 +3,7 @@ error, which generalize, which have patch association, and what gradient descent
 
 Two configurations: ``main`` (the resolved config, the reference one by default) and the documented
 alternative ``alt`` (the same with q = ``--alt-q``, default
-:data:`patchassoc.simulations.studies.claim3_solutions.ALT_Q`), where identity and uniform attention
+:data:`patchassoc.simulations.studies.claim3_solutions.measure.ALT_Q`), where identity and uniform attention
 generalize within the slack of the criterion. The sampled-data GD row is computed for ``main`` only
 (it trains the model with :func:`patchassoc.simulations.engines.sampled_descent.train`, or loads
 ``--train-from DIR``).
@@ -66,7 +66,8 @@ def add_arguments(parser) -> None:
 
 def run(ctx) -> dict:
     from patchassoc.figures.catalog import draw
-    from patchassoc.simulations.studies.claim3_solutions import _load_train, compute
+    from patchassoc.simulations.studies.claim3_solutions import compute
+    from patchassoc.simulations.studies.claim3_solutions.claim import _load_train
     a = ctx.args
     if a.gd_steps is not None and a.gd_steps < 1:
         raise ValueError("--gd-steps must be >= 1")
@@ -91,7 +92,7 @@ def _fmt(x, spec=".4g"):
 
 
 def render_table(s: dict) -> str:
-    """The table of one configuration (a summary of :class:`~patchassoc.simulations.studies.claim3_solutions.SolutionsResult`)."""
+    """The table of one configuration (a summary of :class:`~patchassoc.simulations.studies.claim3_solutions.table.SolutionsResult`)."""
     pr = s["problem"]
     bf = s.get("bayes_error_bruteforce")
     lines = [f"[{s['label']}] L={pr['L']}, C={pr['C']} (D={pr['D']}), q={pr['q']:.4g}, "

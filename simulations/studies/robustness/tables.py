@@ -19,10 +19,10 @@ from typing import Sequence
 import numpy as np
 
 from patchassoc.simulations.engines.population.flow import T_MAX, reached_horizon
-from patchassoc.simulations.studies import claim1_grid, claim2_seeds, claim7_scaling
 from patchassoc.simulations.studies.robustness.variants import (
     CLAIM3_NOTE, FAMILY_KS, REFERENCE, REFERENCE_POINT, STALL_ALPHA, SUBGRID_MAX_D, Variant,
     same_limit)
+from patchassoc.simulations.studies.common import horizon_rule, scaling_family, seed_rule
 from patchassoc.simulations.studies.verdicts import CAUSES
 
 __all__ = ["claim1_reading", "claim7_reading", "claim2_reading", "variant_reading", "table",
@@ -61,9 +61,9 @@ def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
     recs = list(recs)
     if not recs:
         return {"status": "not run"}
-    gs = claim1_grid.grid_summary(recs, reference=REFERENCE_POINT, quick=preview,
+    gs = horizon_rule.grid_summary(recs, reference=REFERENCE_POINT, quick=preview,
                                   max_D=SUBGRID_MAX_D)
-    cause = None if gs["passed"] else claim1_grid.grid_cause(gs)
+    cause = None if gs["passed"] else horizon_rule.grid_cause(gs)
     ref_by = {(r["L"], r["C"], r["d"]): r for r in ref_recs}
     same, ratios = [], []
     for r in recs:
@@ -133,7 +133,7 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
         return {"status": "not run"}
     ds = [r["d"] for r in recs]
     ehigh = [r.get("error_high") if r.get("reached") else None for r in recs]
-    omega = claim7_scaling.omega_test
+    omega = scaling_family.omega_test
     tests = {"flow": omega(ds, ehigh), "identity": omega(ds, [r["sign_of_sum"] for r in recs]),
              "bayes": omega(ds, [r["bayes"] for r in recs])}
     tests["uniform"] = tests["identity"]      # sign f = sign T for both: the same errors
@@ -210,8 +210,8 @@ def claim2_reading(recs: Sequence[dict]) -> dict:
     recs = sorted(recs, key=lambda r: r["seed"])
     if not recs:
         return {"status": "not run"}
-    s = claim2_seeds.seeds_summary(recs, quick=True)
-    cause = claim2_seeds.cause_of(s, [])
+    s = seed_rule.seeds_summary(recs, quick=True)
+    cause = seed_rule.cause_of(s, [])
     return {"status": "reading", "n_seeds": s["n_seeds"], "n_passed": s["n_passed"],
             "seeds": [r["seed"] for r in recs], "wilson": s["wilson"],
             "times": s["times"], "failed_seeds": s["failed_seeds"],
