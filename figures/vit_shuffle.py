@@ -28,7 +28,7 @@ from matplotlib.patches import Rectangle
 
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult
 from patchassoc.simulations.analysis.stats import mean_interval
-from patchassoc.simulations.engines.vit.stats import locality_z, undo_permutation
+from patchassoc.simulations.engines.vit.locality_stats import locality_z, undo_permutation
 
 from patchassoc.figures.style import ATTENTION_CMAP, COLORS, apply, plt, save_figure
 

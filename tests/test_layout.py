@@ -281,10 +281,47 @@ def duplicate_name_violations(root: Path) -> list[str]:
             if len(mods) > 1]
 
 
+def _bound_names(tree: ast.Module, package: str) -> dict[str, int]:
+    """Names a module binds at its top level to something other than one of its submodules
+    (``from .part import part`` binds the function, not the module), with their lines."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[node.name] = node.lineno
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    out[target.id] = node.lineno
+        elif (isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+              and node.module != package):  # from X.part import name (not: from package import part)
+            for alias in node.names:
+                out[alias.asname or alias.name] = node.lineno
+    return out
+
+
+def shadowed_submodule_violations(root: Path) -> list[str]:
+    """A package whose ``__init__`` binds a submodule's name to something else: after it,
+    ``from package import part`` gives that object, and ``monkeypatch.setattr(part, ...)`` or
+    ``part.name`` reaches the wrong thing."""
+    files = modules(root)
+    out = []
+    for module, path in files.items():
+        if path.name != "__init__.py":
+            continue
+        subs = {m[len(module) + 1:] for m in files
+                if m.startswith(module + ".") and "." not in m[len(module) + 1:]}
+        bound = _bound_names(ast.parse(path.read_text()), module)
+        for name in sorted(subs & set(bound)):
+            out.append(f"{module}.{name}: the package's __init__ (line {bound[name]}) binds "
+                       f"{name!r} to something other than its submodule")
+    return out
+
+
 CHECKS = {
     "module in no layer of the contract": unplaced_modules,
     "module loaded by string": string_load_violations,
     "same file name": duplicate_name_violations,
+    "submodule shadowed by its package": shadowed_submodule_violations,
 }
 
 
@@ -462,6 +499,19 @@ def test_a_duplicate_file_name_is_reported(tmp_path):
     root = _tree(tmp_path, {**_BASE, "figures/config.py": ""})
     assert duplicate_name_violations(root) == [
         "config.py: patchassoc.figures.config, patchassoc.theory.config"]
+
+
+def test_a_submodule_shadowed_by_its_package_is_reported(tmp_path):
+    root = _tree(tmp_path, {**_BASE,
+                            "theory/part.py": "def part():\n    return 1\n",
+                            "theory/__init__.py": "from patchassoc.theory.part import part\n"})
+    assert shadowed_submodule_violations(root) == [
+        "patchassoc.theory.part: the package's __init__ (line 1) binds 'part' to something other "
+        "than its submodule"]
+    fine = _tree(tmp_path / "fine", {**_BASE, "theory/part.py": "def run():\n    return 1\n",
+                                      "theory/__init__.py": "from patchassoc.theory import part\n"
+                                                            "from patchassoc.theory.part import run\n"})
+    assert shadowed_submodule_violations(fine) == []
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ def _time(x: dict) -> str:
 
 def render(s: dict) -> str:
     from patchassoc.simulations.studies.claim7_scaling import TIME_CRITERIA, claim7, readings
-    from patchassoc.simulations.studies.claim7_scaling.readings import _fit_text
+    from patchassoc.simulations.studies.claim7_scaling.scaling_readings import _fit_text
     from patchassoc.simulations.studies.claim7_scaling.rule import _num
     from patchassoc.simulations.studies.verdicts import CAUSES
     lines = [f"scaling ({s['mode']}): family L = {s['family']['L_rule']}, C = "

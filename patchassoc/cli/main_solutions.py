@@ -3,7 +3,7 @@ error, which generalize, which have patch association, and what gradient descent
 
 Two configurations: ``main`` (the resolved config, the reference one by default) and the documented
 alternative ``alt`` (the same with q = ``--alt-q``, default
-:data:`patchassoc.simulations.studies.claim3_solutions.measure.ALT_Q`), where identity and uniform attention
+:data:`patchassoc.simulations.studies.claim3_solutions.measurement.ALT_Q`), where identity and uniform attention
 generalize within the slack of the criterion. The sampled-data GD row is computed for ``main`` only
 (it trains the model with :func:`patchassoc.simulations.engines.sampled_descent.train`, or loads
 ``--train-from DIR``).
@@ -67,7 +67,7 @@ def add_arguments(parser) -> None:
 def run(ctx) -> dict:
     from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim3_solutions import compute
-    from patchassoc.simulations.studies.claim3_solutions.claim import _load_train
+    from patchassoc.simulations.studies.claim3_solutions.solutions_verdict import _load_train
     a = ctx.args
     if a.gd_steps is not None and a.gd_steps < 1:
         raise ValueError("--gd-steps must be >= 1")

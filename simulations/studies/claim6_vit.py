@@ -28,7 +28,7 @@ trained at every B, the positional and the standard ViT at the B that are multip
 side (the others cut through patches). Reported: the accuracy table (model x B, 95 % CI), each model's paired change
 from the unshuffled to the finest shuffle, and the locality of the learned positional maps once
 the shuffle is undone: the mean grid distance of each patch's top-4 patches against 200 random
-relabellings (a z-score; :func:`patchassoc.simulations.engines.vit.stats.locality_z`).
+relabellings (a z-score; :func:`patchassoc.simulations.engines.vit.locality_stats.locality_z`).
 ``--shuffle-epochs`` and ``--shuffle-seeds`` set its budget; ``--no-shuffle`` skips it.
 
 Digits recipe (both models): token width 64, 2 blocks, 4 heads, MLP 128, mean pooling; AdamW

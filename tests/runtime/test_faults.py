@@ -168,7 +168,7 @@ def _cut_trajectory(status="interrupted at step 3"):
 
 def test_the_grid_cells_raise_on_an_interrupted_descent_or_flow(monkeypatch):
     from patchassoc.simulations.studies import claim1_grid as cg
-    from patchassoc.simulations.studies.claim1_grid import cells
+    from patchassoc.simulations.studies.claim1_grid import grid_points as cells
     task, cell = cg.GridTask(), cg.GridCell(4, 4, 256)
     monkeypatch.setattr(cells, "population_descent", lambda *a, **k: _cut_trajectory())
     with pytest.raises(KeyboardInterrupt, match="GD reading interrupted at step 3"):
@@ -183,7 +183,7 @@ def test_the_grid_cells_raise_on_an_interrupted_descent_or_flow(monkeypatch):
 @pytest.mark.parametrize("kind", ["gd", "flow", "sampled"])
 def test_the_scaling_cells_raise_on_an_interrupted_run(monkeypatch, kind):
     from patchassoc.simulations.studies import claim7_scaling as sc
-    from patchassoc.simulations.studies.claim7_scaling import cells
+    from patchassoc.simulations.studies.claim7_scaling import scaling_cells as cells
     monkeypatch.setattr(cells, "population_descent", lambda *a, **k: _cut_trajectory())
     monkeypatch.setattr(cells, "run_flow", lambda *a, **k: SimpleNamespace(
         trajectory=_cut_trajectory()))

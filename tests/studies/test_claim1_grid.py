@@ -206,7 +206,7 @@ def test_claim1_is_the_horizon_verdict_with_the_budget_beside_it():
 
 def test_a_control_that_passes_is_cause_iii(monkeypatch):
     ctl = [{"name": "identity", "ok": False, "associated": True, "expected": "fail"}]
-    from patchassoc.simulations.studies.claim1_grid import claim
+    from patchassoc.simulations.studies.claim1_grid import grid_verdict as claim
     monkeypatch.setattr(claim, "matrix_controls", lambda structure, eps: ctl)
     rec = cg.claim1(cg.grid_summary(_regime(n_pass=9)), _S())
     assert rec["status"] == "fail" and rec["cause"]["code"] == "iii"

@@ -5,7 +5,7 @@ d in {64, 256, 1024, 4096}; each point uses the reference rules of SPEC sections
 sizes (q = min(1, ln d / D), kappa = ln ln d, eta_v = 0.1, eta_Q = 50, the seed's alpha0) with
 the diagonal fixed (the paper's Simplification 3.1).
 
-Each point (:func:`~.cells.run_point`) is read twice from the same start (same configuration, same seed):
+Each point (:func:`~.grid_points.run_point`) is read twice from the same start (same configuration, same seed):
 
 - **At the horizon** (the verdict; SPEC section 6, claims read at a declared horizon): the exact
   gradient flow of the population risk
@@ -22,7 +22,7 @@ Each point (:func:`~.cells.run_point`) is read twice from the same start (same c
   (Def. 2.2 rows, error, bound, error/Bayes, share, alpha, b - c) and the trend over the last
   recorded decade (b - c against ln t, error/Bayes and share a decade before the horizon).
 - **Within 10,000 GD steps** (a reading within a fixed budget, never the verdict): exact
-  population gradient descent (:func:`~.cells.run_cell`, unchanged from the step-budget protocol),
+  population gradient descent (:func:`~.grid_points.run_cell`, unchanged from the step-budget protocol),
   stopped at the first check (every ``CHECK_EVERY`` steps) where Def. 2.2 holds in every row and
   error <= 1.3 x Bayes + bound, or after ``MAX_STEPS`` steps. Beside it the flow's time to the
   same two conditions (the first recorded time where both hold, and the time after which they
@@ -58,15 +58,15 @@ from __future__ import annotations
 
 from patchassoc.simulations.engines.population.flow import T_MAX  # noqa: F401
 
-from patchassoc.simulations.studies.claim1_grid.cells import (  # noqa: F401
+from patchassoc.simulations.studies.claim1_grid.grid_points import (  # noqa: F401
     GridTask,
     cell_config,
     run_cell,
     run_grid,
     run_point,
 )
-from patchassoc.simulations.studies.claim1_grid.claim import CLAIM, claim1, claim1_point, verdict  # noqa: F401
-from patchassoc.simulations.studies.claim1_grid.step import STUDY, compute, readings, reproduce  # noqa: F401
+from patchassoc.simulations.studies.claim1_grid.grid_verdict import CLAIM, claim1, claim1_point, verdict  # noqa: F401
+from patchassoc.simulations.studies.claim1_grid.grid_step import STUDY, compute, readings, reproduce  # noqa: F401
 from patchassoc.simulations.studies.common.horizon_rule import (  # noqa: F401
     BAYES_FACTOR,
     CHECK_EVERY,

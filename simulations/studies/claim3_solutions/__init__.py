@@ -53,7 +53,7 @@ SPEC sections 3, 5 and 6 (claim 3).
 """
 from __future__ import annotations
 
-from patchassoc.simulations.studies.claim3_solutions.claim import (  # noqa: F401
+from patchassoc.simulations.studies.claim3_solutions.solutions_verdict import (  # noqa: F401
     CLAIM,
     STUDY,
     claim3,
@@ -62,7 +62,7 @@ from patchassoc.simulations.studies.claim3_solutions.claim import (  # noqa: F40
     reproduce,
     verdict,
 )
-from patchassoc.simulations.studies.claim3_solutions.measure import (  # noqa: F401
+from patchassoc.simulations.studies.claim3_solutions.measurement import (  # noqa: F401
     ALT_Q,
     BAYES_FACTOR,
     MC_SAMPLES,

@@ -17,7 +17,7 @@ import numpy as np
 from patchassoc.simulations.engines.population.trajectory import PopulationResult, run_population
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
-from patchassoc.simulations.studies.claim3_solutions.measure import (
+from patchassoc.simulations.studies.claim3_solutions.measurement import (
     MC_SAMPLES,
     Measurement,
     measure,

@@ -49,7 +49,7 @@ SPEC sections 1-3, 5 and 6 (item 7; claims read at a declared horizon).
 """
 from __future__ import annotations
 
-from patchassoc.simulations.studies.claim7_scaling.cells import (  # noqa: F401
+from patchassoc.simulations.studies.claim7_scaling.scaling_cells import (  # noqa: F401
     BLOCK_ALPHA,
     BLOCK_LAMBDA_PER_LOG,
     D_SWEEP_KS,
@@ -78,9 +78,9 @@ from patchassoc.simulations.studies.claim7_scaling.cells import (  # noqa: F401
     steps_for,
     sweep_cells,
 )
-from patchassoc.simulations.studies.claim7_scaling.readings import readings  # noqa: F401
+from patchassoc.simulations.studies.claim7_scaling.scaling_readings import readings  # noqa: F401
 from patchassoc.simulations.studies.claim7_scaling.rule import CLAIM, cause_of, claim7, verdict  # noqa: F401
-from patchassoc.simulations.studies.claim7_scaling.step import STUDY, reproduce  # noqa: F401
+from patchassoc.simulations.studies.claim7_scaling.scaling_step import STUDY, reproduce  # noqa: F401
 from patchassoc.simulations.studies.claim7_scaling.studies import QUICK, REDUCED, compute, time_fits  # noqa: F401
 from patchassoc.simulations.studies.common.scaling_family import (  # noqa: F401
     GD_KS,

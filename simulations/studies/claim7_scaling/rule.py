@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchassoc.simulations.studies.claim7_scaling.cells import FLOW_T_MAX, STEPS_PER_LOG
+from patchassoc.simulations.studies.claim7_scaling.scaling_cells import FLOW_T_MAX, STEPS_PER_LOG
 from patchassoc.simulations.studies.common.scaling_family import GD_KS
 from patchassoc.simulations.studies.verdicts import from_step, with_cause
 

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from patchassoc.simulations.engines.population.flow import PER_DECADE, reached_horizon
 from patchassoc.simulations.runtime.results import write_json
-from patchassoc.simulations.studies.claim7_scaling.cells import (
+from patchassoc.simulations.studies.claim7_scaling.scaling_cells import (
     D_SWEEP_AT,
     D_SWEEP_KS,
     FLOW_KS,
@@ -77,7 +77,7 @@ def time_fits(rows: Sequence[dict], criteria: Sequence[str] = TIME_CRITERIA) -> 
     A censored time (the criterion fails at the horizon) is listed in ``censored_d`` and left out
     of the fit, as is a time of 0 (the criterion holds from the start: no logarithm), listed in
     ``zero_d``; ``d`` and ``t`` are the points fitted. ``polylog_reading`` is SPEC 6 item 7 (b)'s
-    reading of phase times (gamma's 95 % interval below :data:`~.cells.POLYLOG_GAMMA`, beta's bounded),
+    reading of phase times (gamma's 95 % interval below :data:`~.scaling_cells.POLYLOG_GAMMA`, beta's bounded),
     ``None`` without intervals (fewer than 3 points)."""
     out = {}
     for crit in criteria:

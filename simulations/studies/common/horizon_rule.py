@@ -157,7 +157,7 @@ def _decade_trend(tr, bayes: float) -> dict:
 def horizon_record(cfg: Config, tr, bayes: float, t_max: float, *, seconds: float = 0.0,
                    cpu_seconds: float = 0.0) -> dict:
     """A point's flow read by claim 1's horizon rule (SPEC section 6): the part of
-    :func:`~patchassoc.simulations.studies.claim1_grid.cells.run_point`'s record that the flow decides, for any configuration and start (the
+    :func:`~patchassoc.simulations.studies.claim1_grid.grid_points.run_point`'s record that the flow decides, for any configuration and start (the
     robustness study reads its variants' flows with it).
 
     Parameters
@@ -173,7 +173,7 @@ def horizon_record(cfg: Config, tr, bayes: float, t_max: float, *, seconds: floa
     dict
         ``L``, ``C``, ``d``, ``D``, ``q``, ``kappa``, ``in_regime`` (at ``cfg``'s q),
         ``bayes_error``, ``passed``, ``verdict``, ``limit_class``, ``limit``, ``times``,
-        ``horizon``, ``trend``, ``flow`` and ``status`` (module notes, :func:`~patchassoc.simulations.studies.claim1_grid.cells.run_point`).
+        ``horizon``, ``trend``, ``flow`` and ``status`` (module notes, :func:`~patchassoc.simulations.studies.claim1_grid.grid_points.run_point`).
     """
     reading = flow_reading(tr, bayes, eps=1.0 - SHARE_LEVEL)
     h = reading["horizon"]
@@ -416,7 +416,7 @@ def grid_cause(grid: dict) -> tuple[str, str] | None:
     (ii) when the regime points that reached a failing limit fail the rule on their own (or the
     reference point is one of them), else (i) when points still moving at the horizon make it
     fail; ``None`` when the numbers pass, or fail for another reason (no regime point, no
-    reference point). Cause (iii), a control that passes, is :func:`~patchassoc.simulations.studies.claim1_grid.claim.claim1`'s."""
+    reference point). Cause (iii), a control that passes, is :func:`~patchassoc.simulations.studies.claim1_grid.grid_verdict.claim1`'s."""
     if grid.get("passed") or not grid.get("n_regime") or not grid.get("reference"):
         return None
     n_reg = grid["n_regime"]

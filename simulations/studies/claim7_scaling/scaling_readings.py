@@ -6,7 +6,7 @@ SPEC section 6, item 7.
 """
 from __future__ import annotations
 
-from patchassoc.simulations.studies.claim7_scaling.cells import POLYLOG_GAMMA, TIME_CRITERIA
+from patchassoc.simulations.studies.claim7_scaling.scaling_cells import POLYLOG_GAMMA, TIME_CRITERIA
 from patchassoc.simulations.studies.claim7_scaling.rule import _exps, _num, _ratio, claim7
 from patchassoc.simulations.studies.common.scaling_family import TOL_FACTOR
 from patchassoc.simulations.studies.verdicts import CAUSES

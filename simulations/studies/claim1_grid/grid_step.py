@@ -12,8 +12,8 @@ from pathlib import Path
 from patchassoc.simulations.engines.population.flow import FLOW_VERSION, T_MAX
 from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.results import write_json
-from patchassoc.simulations.studies.claim1_grid.cells import GridTask, run_grid
-from patchassoc.simulations.studies.claim1_grid.claim import _ref_text, verdict
+from patchassoc.simulations.studies.claim1_grid.grid_points import GridTask, run_grid
+from patchassoc.simulations.studies.claim1_grid.grid_verdict import _ref_text, verdict
 from patchassoc.simulations.studies.common.horizon_rule import (
     DS,
     EXTENDED_MAX_D,

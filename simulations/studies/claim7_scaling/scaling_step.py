@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchassoc.simulations.engines.population.flow import FLOW_VERSION
-from patchassoc.simulations.studies.claim7_scaling.cells import PROTOCOL
-from patchassoc.simulations.studies.claim7_scaling.readings import readings
+from patchassoc.simulations.studies.claim7_scaling.scaling_cells import PROTOCOL
+from patchassoc.simulations.studies.claim7_scaling.scaling_readings import readings
 from patchassoc.simulations.studies.claim7_scaling.rule import verdict
 from patchassoc.simulations.studies.claim7_scaling.studies import compute
 from patchassoc.simulations.studies.study import Outcome, Study

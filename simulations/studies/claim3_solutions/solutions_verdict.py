@@ -10,7 +10,7 @@ from pathlib import Path
 
 from patchassoc.simulations.engines.sampled_descent import TrainResult
 from patchassoc.simulations.runtime.results import read_json_object
-from patchassoc.simulations.studies.claim3_solutions.measure import (
+from patchassoc.simulations.studies.claim3_solutions.measurement import (
     ALT_Q,
     BAYES_FACTOR,
     MC_SAMPLES,
