@@ -462,7 +462,7 @@ def _shuffle_reading(sh: dict) -> str:
             + (f"; the ViTs skip B = {', '.join(map(str, skipped))}, whose blocks cut through "
                f"their {sh['grid'][0]} x {sh['grid'][1]} grid of patches" if skipped else "")
             + ". Mean test accuracy (left panel, 95 % bars): " + "; ".join(rows) + ". From no "
-            f"shuffle to each model's finest B: " + "; ".join(changes) + ". Right panels: the "
+            "shuffle to each model's finest B: " + "; ".join(changes) + ". Right panels: the "
             f"learned positional "
             f"similarity of one interior patch, unshuffled, shuffled as trained, and shuffled "
             f"once mapped back through the inverse permutation. Locality (mean grid distance of "
@@ -591,4 +591,5 @@ def decide(beside: dict | None, vit_dir) -> dict:
 STUDY = Study(
     name="vit", claim="6", verdict=verdict, readings=readings,
     what="positional-attention ViT vs standard ViT on digits, with controls and the "
-         "shuffled-patch experiment", run=reproduce, cost=400, figures=("vit_attention", "vit_shuffle"))
+         "shuffled-patch experiment", run=reproduce, cost=400, figures=("vit_attention", "vit_shuffle"),
+    statement=CLAIM)

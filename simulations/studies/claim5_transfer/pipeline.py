@@ -471,4 +471,4 @@ def readings(s: dict) -> dict[str, str]:
 STUDY = Study(
     name="transfer", claim="5", verdict=verdict, readings=readings,
     what="downstream sample complexity against baselines", run=reproduce, cost=300,
-    kernels=("sampled",), figures=("transfer",))
+    kernels=("sampled",), figures=("transfer",), statement=CLAIM)

@@ -134,7 +134,7 @@ def readings(s: dict) -> dict[str, str]:
         if b["vs_d"]:
             fd = b["fits_d"]["t_share"]
             g, be = fd.get("gamma"), fd.get("beta")
-            txt += (f"Beside them, GD within the budget: phase times t_alpha "
+            txt += ("Beside them, GD within the budget: phase times t_alpha "
                     + ", ".join(str(r["t_alpha"]) for r in b["vs_d"]) + " and t_share "
                     + ", ".join(str(r["t_share"]) for r in b["vs_d"]) + " steps at d = "
                     + ", ".join(str(r["d"]) for r in b["vs_d"]) + "; final share "
