@@ -54,11 +54,13 @@ SPEC section 6, claim 6.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from pathlib import Path
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.results import read_json, write_json
 from patchassoc.simulations.studies.study import Outcome, Study
@@ -403,13 +405,7 @@ def reproduce(out_dir: Path, config=None, seed: int = 0, quick: bool = False,
     return outcome
 
 
-def _num(x, fmt: str) -> str:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return "n/a"
-    return format(x, fmt) if math.isfinite(x) else "n/a"
-
+_num = functools.partial(num, nonfinite="n/a")  # the shared formatting
 
 _MODEL_LABELS = {"positional": "positional ViT", "logits": "positional ViT (logits)",
                  "content": "standard ViT", "cnn": "small CNN", "uniform": "uniform attention",
