@@ -1,6 +1,6 @@
 """Timings of the engines, as ``patchassoc bench`` reports them (the command,
-:mod:`patchassoc.cli.main_bench`, only parses its options, calls :func:`engine_timings` and
-prints the result).
+:mod:`patchassoc.cli.main_bench`, only parses its options, calls
+:func:`~patchassoc.benchmarks.engine_bench.engine_timings` and prints the result).
 
 Reports (best of a few repeats, wall clock, after warm-up):
 
@@ -103,10 +103,13 @@ def _trajectory_step(L, C, q, p, nu, tol, repeats) -> dict:
     return out
 
 
-def engine_timings(cfg, seed: int = 0, repeats: int = 3, log=lambda message: None) -> dict:
+def engine_timings(cfg, seed: int = 0, repeats: int = 3, log=lambda message: None,
+                   compare_jacobians: bool = False) -> dict:
     """The timings ``patchassoc bench`` reports (keys as in its JSON), for the config ``cfg``
     (p, nu, d and the sampled step's size), the seed of the sampled step's data and
-    ``repeats`` repeats per timing (best kept); ``log`` receives a line before each part."""
+    ``repeats`` repeats per timing (best kept); ``log`` receives a line before each part;
+    ``compare_jacobians`` adds the empirical-risk flow with LSODA's finite-difference Jacobian
+    beside the exact one (:mod:`.flow_bench`)."""
     repeats = max(1, repeats)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     warm_up()
@@ -173,8 +176,11 @@ def engine_timings(cfg, seed: int = 0, repeats: int = 3, log=lambda message: Non
     # the step next to one read of X (X @ v) in this run, and the PyTorch peer step
     sampled = {"N": step_cfg.n_train, "D": step_cfg.D, "d": step_cfg.d, "size": note,
                **sampled_step_vs_read(X, y, v0, A, step_cfg.p, step_cfg.nu, repeats)}
+    log("[bench] the empirical-risk flow at ref to 1e15, on one core ...")
+    from patchassoc.benchmarks.flow_bench import flow_timing
+    flow = flow_timing(seed, repeats, compare_jacobians)
     import numba
     return {"exact_vs_D": rows, "exact_paper": paper, "bruteforce": brute,
-            "sampled_step": sampled,
+            "sampled_step": sampled, "sampled_flow": flow,
             "point": dict(zip(("alpha", "a", "b", "c"), POINT)), "repeats": repeats,
             "threads": numba.get_num_threads(), "load_average": load}

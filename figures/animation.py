@@ -157,6 +157,33 @@ def flow_frames(result, count: int = FLOW_FRAMES) -> Frames:
                         f"{s['limit']['class']}")
 
 
+def sampled_flow_frames(result, count: int = FLOW_FRAMES) -> Frames:
+    """``count`` frames at log-spaced times from 0 to the horizon reached of the gradient flow
+    of the empirical risk, the attention softmax(Q) rebuilt from the flow's dense output."""
+    from patchassoc.simulations.engines.sampled_kernels import softmax_rows
+
+    if int(count) != count or count < 2:
+        raise ValueError(f"count must be an integer >= 2, got {count!r}")
+    tr, cfg = result.trajectory, result.config
+    s = result.summary()
+    top = float(tr.t_reached)
+    t = np.concatenate([[0.0], np.geomspace(1.0, top, int(count) - 1)]) if top > 1.0 else \
+        np.linspace(0.0, top, int(count))
+    D = tr.D
+    off = ~np.eye(D, dtype=bool)
+    maps = []
+    for ti in t:
+        Q = np.array(tr.Q[0])
+        Q[off] = tr.at(ti)[-int(off.sum()):]
+        maps.append(softmax_rows(Q))
+    return Frames(t=t, maps=maps, structure=result.structure, curve_t=np.asarray(tr.t),
+                  share_mean=tr.share_mean, share_min=tr.share_min, topc_rows=tr.topc_rows,
+                  error=tr.test_error, bayes=None, eps=1.0 - s["share_level"],
+                  times=s.get("times") or {}, error_label="test error",
+                  title=f"Gradient flow of the empirical risk (L={cfg.L}, C={cfg.C}, d={cfg.d}, "
+                        f"N={cfg.n_train}, seed {result.seed}): limit {s['limit']['class']}")
+
+
 def train_frames(result) -> Frames:
     """One frame per recorded attention map of sampled training."""
     tr, cfg = result.trajectory, result.config

@@ -13,9 +13,11 @@ from typing import Callable
 
 from patchassoc.figures import (animation, attention_maps, convergence, flow_dynamics, gaussian_cnn,
                                 grid_map, locality,
-                                paper_fig3, paper_fig4, population_dynamics, scaling_dynamics,
-                                scaling_error, scaling_sampled, seeds_horizon, solutions_lambda,
-                                training_curves, transfer, vit_attention, vit_curves,
+                                paper_fig3, paper_fig4, population_dynamics, sample_size,
+                                sampled_flow_dynamics, scaling_dynamics, scaling_error,
+                                scaling_sampled,
+                                seeds_flow, seeds_horizon, solutions_lambda, training_curves,
+                                transfer, vit_attention, vit_curves,
                                 vit_shuffle)
 from patchassoc.figures import robustness_table
 from patchassoc.simulations.runtime.results import read_json, write_json
@@ -50,6 +52,10 @@ def _flow(out, folder: Path) -> list:
     return flow_dynamics.save(out.products["result"], folder)
 
 
+def _train_flow(out, folder: Path) -> list:
+    return sampled_flow_dynamics.save(out.products["result"], folder)
+
+
 def _convergence(out, folder: Path) -> list:
     return convergence.save(out.products["result"], folder)
 
@@ -66,11 +72,24 @@ def _grid(out, folder: Path) -> list:
 
 
 def _seeds(out, folder: Path) -> list:
-    paths = seeds_horizon.save(out.summary, folder) if out.summary.get("pass_rate") else []
+    """The flows' figure (claim 2 at T), the GD horizon figure when the readings within a budget
+    were computed (``budget_readings``, or a GD summary on its own: ``patchassoc seeds``), and
+    the control's."""
+    s = out.summary
+    paths = []
+    if s.get("curves") is not None and s.get("pass_rate"):
+        paths += seeds_flow.save(s, folder)
+    gd = s.get("budget_readings") if s.get("curves") is not None else s
+    if gd and gd.get("pass_rate"):
+        paths += seeds_horizon.save(gd, folder)
     control = out.products.get("control")
     if control is not None and out.summary.get("control"):
         paths += gaussian_cnn.main(control, folder)
     return paths
+
+
+def _sample_size(out, folder: Path) -> list:
+    return sample_size.save(out.summary, folder) if out.summary.get("rows") else []
 
 
 def _solutions(out, folder: Path) -> list:
@@ -108,6 +127,7 @@ def _robustness(out, folder: Path) -> list:
 DRAWERS: dict[str, Callable] = {
     "train": _train,
     "train_gram": _train,
+    "train_flow": _train_flow,
     "locality": _locality,
     "population": _population,
     "flow": _flow,
@@ -115,6 +135,7 @@ DRAWERS: dict[str, Callable] = {
     "paper_figures": _paper_figures,
     "grid": _grid,
     "seeds": _seeds,
+    "sample_size": _sample_size,
     "solutions": _solutions,
     "transfer": _transfer,
     "vit": _vit,
@@ -142,6 +163,7 @@ ANIMATORS: dict[str, tuple[Callable, str]] = {
     "population": (animation.population_frames, "population_animation"),
     "flow": (animation.flow_frames, "flow_animation"),
     "train": (animation.train_frames, "train_animation"),
+    "train_flow": (animation.sampled_flow_frames, "flow_animation"),
 }
 
 

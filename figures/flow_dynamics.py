@@ -59,15 +59,6 @@ def plot(result):
     ax_g.semilogx(x, tr.b - tr.c, color=COLORS["blue"], label="b - c")
     ax_g.semilogx(x, tr.a - tr.c, color=COLORS["orange"], label="a - c")
     ax_g.semilogx(x, tr.alpha, color=COLORS["black"], lw=1.0, label="alpha")
-    tail = tr.tail or {}
-    if len(tail.get("t", [])):
-        xt = np.concatenate([[x[-1]], np.asarray(tail["t"]) + 1.0])
-        for k, (lo, hi) in {"b - c": ("b", "c"), "a - c": ("a", "c")}.items():
-            yt = np.concatenate([[getattr(tr, lo)[-1] - getattr(tr, hi)[-1]],
-                                 np.asarray(tail[lo]) - np.asarray(tail[hi])])
-            ax_g.semilogx(xt, yt, color="0.55", lw=1.0, ls="--",
-                          label="past the horizon (to decide the limit)" if k == "b - c" else None)
-        ax_g.axvline(tr.t_max + 1.0, color="0.4", lw=0.8)
     ax_g.axhline(0.0, color="0.6", lw=0.6)
     lim = s["limit"]
     ax_g.set_title(f"Limit class: {lim['class']} (slope of b - c per ln t "

@@ -367,8 +367,11 @@ def population_flow(config: Config | str = "ref", seed: int = 0, *, t_max: float
     FlowResult
         ``.summary()``: the horizon reading (Def. 2.2 rows, share, error / Bayes), the limit
         class (association, other sets, converged, tie or undecided, with the numbers that
-        decide it), the time to each criterion (Def. 2.2, share >= 0.9, error <= 1.3 x Bayes
-        + bound; censored when not holding at the horizon), the solver's tolerances and
+        decide it; undetermined, with the reason, for a flow that did not reach its horizon),
+        the time to each criterion (Def. 2.2, share >= 0.9, error <= 1.3 x Bayes + bound;
+        censored when not holding at the horizon, or when the flow stopped early), ``reached``
+        (the horizon was reached: a flow that stopped early is never read there), the solver's
+        tolerances and
         evaluations; ``.trajectory`` the records and ``.trajectory.at(t)`` the dense output.
 
     Raises

@@ -43,7 +43,8 @@ SPEC section 2 (the model); ``docs/exact_engine.md`` section 3 (the bounds' assu
 """
 from __future__ import annotations
 
-__all__ = ["act", "act_prime", "act_pair", "act_pair_chain", "act_symbolic", "power", "power_chain",
+__all__ = ["act", "act_prime", "act_second", "act_pair", "act_pair_chain", "act_symbolic",
+           "power", "power_chain",
            "check_parameters", "FAMILY", "JITABLE"]
 
 #: The family, as stored with results and printed by reports.
@@ -131,6 +132,13 @@ def act_prime(t, p, nu):
     """act'(t) = p t^(p-1) + nu, the monomial by repeated squaring
     (:func:`~patchassoc.theory.activation.power`)."""
     return _slope(power(t, p - 1), p, nu)
+
+
+def act_second(t, p, nu):
+    """act''(t) = p (p - 1) t^(p-2), the monomial by repeated squaring
+    (:func:`~patchassoc.theory.activation.power`); ``nu`` plays no role (the linear term has
+    no curvature) and is kept for the family's signature."""
+    return p * (p - 1) * power(t, p - 2)
 
 
 def act_symbolic(t, p, nu):

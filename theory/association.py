@@ -49,7 +49,7 @@ import numpy as np
 
 from patchassoc.theory.structure import Structure, within_set_mass
 
-__all__ = ["Association", "KINDS", "TIE_RTOL", "ROW_SUM_ATOL", "GRAM_SYMMETRY_RTOL",
+__all__ = ["share_log_odds", "Association", "KINDS", "TIE_RTOL", "ROW_SUM_ATOL", "GRAM_SYMMETRY_RTOL",
            "as_structure", "topc_rows", "topc_disjoint_rows", "set_mate_share", "associate",
            "invariant_association", "attention_from", "CONTROLS", "REFERENCE", "CONTROL_LABELS",
            "control_matrix", "control_records"]
@@ -269,6 +269,46 @@ class Association:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def share_log_odds(Q, structure) -> np.ndarray:
+    """u_i = log(share_i / (1 - share_i)) for the attention A = row-softmax(Q): the log-odds of
+    row i's set-mate share, computed from the logits without forming the share (no cancellation
+    as the share tends to 1):
+
+        u_i = logsumexp_{j in S(i), j != i} Q_ij - logsumexp_{j not in S(i)} Q_ij.
+
+    For invariant logits a I + b (B - I) + c (J - B) it is b - c + ln((C - 1) / (D - C)), so it
+    is the sampled analogue of b - c (SPEC section 6, the empirical-risk flow). +inf for a row
+    without other sets, -inf for a row without set-mates (C = 1).
+
+    Parameters
+    ----------
+    Q : array_like, shape (D, D)
+        Logits (finite).
+    structure : Structure or array_like of int, shape (L, C)
+
+    Returns
+    -------
+    ndarray, shape (D,)
+    """
+    Q = _square(Q, "Q")
+    if not np.all(np.isfinite(Q)):
+        raise ValueError("Q must be finite")
+    S = as_structure(structure, Q.shape[0])
+    off = ~np.eye(S.D, dtype=bool)
+    mate = S.same_set().astype(bool) & off
+    other = ~S.same_set().astype(bool)
+
+    def lse(row, mask) -> float:
+        # the C library's scalar exp and log (NumPy's vectorized ones give CPU-dependent bits)
+        vals = [float(x) for x in row[mask]]
+        if not vals:
+            return -math.inf
+        mx = max(vals)
+        return mx + math.log(math.fsum(math.exp(x - mx) for x in vals))
+
+    return np.array([lse(Q[i], mate[i]) - lse(Q[i], other[i]) for i in range(S.D)])
 
 
 def _check_eps(eps) -> float:

@@ -52,7 +52,7 @@ import numpy as np
 
 from patchassoc.theory.structure import Structure
 
-__all__ = ["invariant_fraction", "attention_values", "invariant_logits", "invariant_attention", "project_invariant",
+__all__ = ["invariant_fraction", "noninvariant_residual", "attention_values", "invariant_logits", "invariant_attention", "project_invariant",
            "row_sum", "within_mass", "chain_to_logits", "entry_counts", "gram_to_logits",
            "gram_jacobian", "chain_to_gram"]
 
@@ -172,6 +172,16 @@ def chain_to_gram(ga: float, gb: float, gc: float, x: float, y: float, w: float,
 
 
 # -- claim 2 -----------------------------------------------------------------------------------
+def noninvariant_residual(Q: np.ndarray, structure: Structure) -> float:
+    """||Q' - Pi Q'||_F, Q' = Q - row means: the part of Q outside the invariant space (the
+    absolute residual of :func:`invariant_fraction`; 0 for invariant logits). The sampled
+    dynamics leave the population trajectory through it (SPEC section 6, claim 2)."""
+    frac, rel = invariant_fraction(Q, structure)
+    Q = np.asarray(Q, dtype=np.float64)
+    Qp = Q - Q.mean(axis=1, keepdims=True)
+    return rel * math.sqrt(float((Qp * Qp).sum()))
+
+
 def invariant_fraction(Q: np.ndarray, structure: Structure) -> tuple[float, float]:
     """(fraction, relative distance) of Q' = Q - row means in the invariant space.
 

@@ -9,18 +9,23 @@ never test assertions.
 from __future__ import annotations
 
 NAME = "bench"
-HELP = "time the exact population engine (against D and against brute force) and a sampled step"
+HELP = ("time the exact population engine (against D and against brute force), a sampled step "
+        "and the empirical-risk flow at ref")
 #: Nothing is written to disk: no --out folder is created or checked.
 WRITES_OUT = False
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="repeats per timing (best kept)")
+    parser.add_argument("--compare-jacobians", action="store_true",
+                        help="also run the empirical-risk flow to 1e6 with LSODA's "
+                             "finite-difference Jacobian beside the exact one (minutes)")
 
 
 def run(ctx) -> dict:
     from patchassoc.benchmarks.engine_bench import engine_timings
-    return engine_timings(ctx.config, ctx.seed, ctx.args.repeats, ctx.log)
+    return engine_timings(ctx.config, ctx.seed, ctx.args.repeats, ctx.log,
+                          ctx.args.compare_jacobians)
 
 
 def render(s: dict) -> str:
@@ -49,6 +54,9 @@ def render(s: dict) -> str:
     t = s["sampled_step"]
     from patchassoc.benchmarks.step_bench import describe
     lines.append(describe(t))
+    if s.get("sampled_flow"):
+        from patchassoc.benchmarks.flow_bench import describe as describe_flow
+        lines.append(describe_flow(s["sampled_flow"]))
     lines.append(f"(best of {s['repeats']}, {s['threads']} Numba threads; load average "
                  f"{s.get('load_average', float('nan')):.2f} when it started)")
     return "\n".join(lines)

@@ -12,6 +12,8 @@ Steps: ``DEFAULT_STEPS`` (:mod:`patchassoc.simulations.studies.population_run`) 
 """
 from __future__ import annotations
 
+from patchassoc.simulations.analysis.formatting import num
+
 
 NAME = "population"
 HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attention, no "
@@ -119,22 +121,34 @@ def phases_line(s: dict) -> str:
 
 def _when(times: dict, key: str) -> str:
     r = (times or {}).get(key) or {}
-    return ("censored (fails at the horizon)" if r.get("censored") else
+    return ("censored (the flow stopped before the horizon)" if r.get("stopped") else
+            "censored (fails at the horizon)" if r.get("censored") else
             f"{r['time']:.3g} steps" if r.get("time") is not None else "n/a")
 
 
+def _limit_line(lim: dict) -> str:
+    if lim.get("class") == "undetermined" or lim.get("gap_bc") is None:
+        return f"  limit: {lim.get('class')} ({lim.get('reason') or 'no record to read'})"
+    return (f"  limit: {lim['class']} (b - c = {lim['gap_bc']:.4g}, slope per ln t "
+            f"{lim['slope_bc']:.3g} over the last decade; alpha -> {lim['alpha']:.5g})")
+
+
 def render_flow(s: dict) -> str:
-    """The flow's reading: the horizon, the limit class, the time to each criterion."""
+    """The flow's reading: the horizon (or, for a flow that stopped early, its last record,
+    never read as the horizon), the limit class, the time to each criterion."""
     h, lim, t = s["horizon"], s["limit"], s.get("times") or {}
+    where = ("at the horizon" if s.get("reached", True) else
+             f"at its last record t = {num(h.get('t'), '.3g')} (it stopped before the horizon "
+             f"{s['t_max']:.3g}: censored, not read as the horizon)")
     return "\n".join([
         f"gradient flow {s['status']} to t = {s['t_reached']:.3g} steps ({s['seconds']:.1f} s, "
         f"{s['evaluations']} evaluations, {s['solver']['method']} rtol {s['solver']['rtol']:g}"
         f", diagonal {s['diagonal']}); results in {s['out']}",
-        f"  limit: {lim['class']} (b - c = {lim['gap_bc']:.4g}, slope per ln t "
-        f"{lim['slope_bc']:.3g} over the last decade; alpha -> {lim['alpha']:.5g})",
-        f"  at the horizon: Def. 2.2 in {h['topc_rows']}/{s['D']} rows, share "
-        f"{h['share']:.6f}, error {h['error']:.4g} = {h['error_over_bayes']:.6f} x Bayes "
-        f"({s['bayes_error']:.4g}), bound {h['bound']:.2g}",
+        _limit_line(lim),
+        f"  {where}: Def. 2.2 in {h['topc_rows']}/{s['D']} rows, share "
+        f"{num(h['share'], '.6f')}, error {num(h['error'], '.4g')} = "
+        f"{num(h['error_over_bayes'], '.6f')} x Bayes ({s['bayes_error']:.4g}), bound "
+        f"{num(h['bound'], '.2g')}",
         f"  time for good: Def. 2.2 {_when(t, 'def22')}; share >= {1 - s['eps']:g} "
         f"{_when(t, 'share')}; error <= 1.3 x Bayes + bound {_when(t, 'error')}",
         f"  largest certified bound on M grad R over its norm: {s['max_rel_bound']:.2g} "

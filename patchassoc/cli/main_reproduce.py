@@ -48,12 +48,12 @@ NAME = "reproduce"
 HELP = "run the whole reproduction (training, population dynamics, ...) into one folder"
 
 
-def _run_study(name: str, run, folder: Path, config, seed: int, quick: bool,
+def _run_study(name: str, run, options: dict, folder: Path, config, seed: int, quick: bool,
                progress: bool) -> dict:
-    """One step: the study's ``run`` into ``folder``, then its figures; the step's summary.
-    Module-level, so that the step processes receive it by reference."""
+    """One step: the study's ``run`` into ``folder`` (with its ``options``), then its figures;
+    the step's summary. Module-level, so that the step processes receive it by reference."""
     from patchassoc.figures.catalog import DRAWERS, draw
-    outcome = run(folder, config, seed, quick, progress)
+    outcome = run(folder, config, seed, quick, progress, **options)
     if name in DRAWERS:
         outcome.summary["figures"] = draw(name, outcome, folder)
     return outcome.summary
@@ -77,12 +77,24 @@ def add_arguments(parser) -> None:
     parser.add_argument("--jobs", type=positive_int, default=None, metavar="J",
                         help="steps run side by side, one core each (default: every core; 1 "
                              "runs them one after the other in this process)")
+    parser.add_argument("--budget-readings", action="store_true",
+                        help="also compute the readings within a step budget (the grid's "
+                             "10,000 GD steps, the seeds' GD to H = 3,000): they decide "
+                             "nothing and cost most of the time (SPEC section 6)")
+
+
+def _options(study, ctx) -> dict:
+    """The study's options, from the command line (:attr:`Study.options`)."""
+    return {name: bool(getattr(ctx.args, name, False)) for name in study.options}
 
 
 def _work(study, ctx) -> dict:
     """What a step computes, as its fingerprint sees it."""
-    return {"version": study.version, "config": ctx.config.to_dict(), "seed": int(ctx.seed),
+    work = {"version": study.version, "config": ctx.config.to_dict(), "seed": int(ctx.seed),
             "quick": bool(ctx.args.quick)}
+    if study.options:
+        work["options"] = _options(study, ctx)
+    return work
 
 
 def _reads(study, names) -> tuple[str, ...]:
@@ -101,7 +113,7 @@ def _steps(selected, every, ctx) -> list[Step]:
     steps = []
     for s in selected:
         reads = _reads(s, all_names)
-        step = functools.partial(_run_study, s.name, s.run)
+        step = functools.partial(_run_study, s.name, s.run, _options(s, ctx))
         steps.append(Step(s.name, step, s.what, tuple(n for n in reads if n in names),
                           s.cost, s.kernels, work=_work(s, ctx), reads=reads))
     return steps

@@ -17,13 +17,20 @@ than the declared one, or fewer seeds).
 Seeds are stored in ``<out>/seeds/`` as they finish and reused by a re-run; ``--jobs N`` trains
 N seeds at a time, ``--dask ADDRESS`` on a Dask cluster.
 
+``--flow`` reads claim 2 where SPEC section 6 decides it: each seed's gradient flow of its
+empirical risk (:mod:`patchassoc.simulations.studies.claim2_flow`) to ``--t-max`` (default
+T = 1e15): the seed rule at T, each seed's limit class and time to the rule, the pass rate
+against t; the flows are stored in ``<out>/flows/`` (resumable), the summary in
+``<out>/flow.json``, and a GD reading of the same folder (``seeds.json``) is shown beside it.
+
 References
 ----------
 SPEC section 6, claim 2, and "Claims read at a declared horizon".
 """
 from __future__ import annotations
 
-from patchassoc.cli.options import add_dask_options, positive_int
+from patchassoc.simulations.analysis.formatting import num
+from patchassoc.cli.options import add_dask_options, positive_float, positive_int
 
 
 NAME = "seeds"
@@ -34,6 +41,12 @@ HELP = ("claim 2 over seeds (diagonal fixed) at the horizon H: times to each cri
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
 def add_arguments(parser) -> None:
+    parser.add_argument("--flow", action="store_true",
+                        help="claim 2 at the empirical-risk flow's horizon (the verdict, SPEC "
+                             "section 6): each seed's gradient flow to --t-max")
+    parser.add_argument("--t-max", type=positive_float, default=None, metavar="T",
+                        help="with --flow: the flows' horizon in GD steps (default 1e15; another "
+                             "value is a preview)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="number of seeds 0..n-1 (default 10; quick 2)")
     parser.add_argument("--quick", action="store_true",
@@ -50,11 +63,37 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-figures", action="store_true", help="skip the control figure")
 
 
+def _run_flows(ctx) -> dict:
+    from patchassoc.figures.catalog import draw
+    from patchassoc.simulations.runtime.results import read_json_object
+    from patchassoc.simulations.studies.claim2_flow import compute
+    from patchassoc.simulations.studies.study import Outcome
+    a = ctx.args
+    if a.horizon is not None:
+        raise ValueError("--horizon does not apply to --flow (the flows' horizon is --t-max)")
+    summary = compute(ctx.config, ctx.out, n_seeds=a.seeds, quick=a.quick, jobs=a.jobs,
+                      dask=a.dask, first_seed=ctx.seed, progress=ctx.progress and not ctx.json,
+                      t_max=a.t_max, control=not a.no_control)
+    gd = ctx.out / "seeds.json"
+    if gd.exists():           # a GD reading of the same folder, shown beside the verdict
+        summary["budget_readings"] = read_json_object(gd)
+        summary["budget_readings"].pop("records", None)
+    summary.pop("records", None)
+    if not a.no_figures:
+        summary["figures"] = draw("seeds", Outcome(summary, {"control": ctx.out / "control"},
+                                                   saved=ctx.out / "flow.json"), ctx.out)
+    return summary
+
+
 def run(ctx) -> dict:
     from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim2_seeds import compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
+    if a.flow:
+        return _run_flows(ctx)
+    if a.t_max is not None:
+        raise ValueError("--t-max needs --flow")
     if a.horizon is not None and a.horizon < 1:
         raise ValueError("--horizon must be >= 1")
     summary = compute(ctx.config, ctx.out, n_seeds=a.seeds, quick=a.quick, jobs=a.jobs,
@@ -67,12 +106,44 @@ def run(ctx) -> dict:
 
 
 def _t(x) -> str:
-    return "censored" if x is None else f"{x:.0f}"
+    return "censored" if x is None else f"{x:.3g}"
+
+
+def render_flows(s: dict) -> str:
+    from patchassoc.simulations.studies.claim2_flow import claim2_at_flow
+    from patchassoc.simulations.studies.verdicts import cause_line
+    lo, hi = s["wilson"]
+    rec = claim2_at_flow(s, s.get("budget_readings"))
+    lines = [f"claim 2 at the empirical-risk flow's horizon T = {s['horizon']:.0e} over "
+             f"{s['n_seeds']} seeds (diagonal fixed): {s['n_passed']} pass, Wilson 95 % "
+             f"[{lo:.3f}, {hi:.3f}] (needs lower end >= {s['rate_lower_threshold']:g}) -> "
+             + ("PREVIEW (no verdict)" if s["preview"] else ("PASS" if s["passed"] else "FAIL"))
+             + f"; flows in {s['out']}/flows ({s['flows_computed']} computed, "
+               f"{s['flows_reused']} reused)"]
+    cause = rec.get("cause") or (rec.get("values") or {}).get("preview_cause")
+    if cause and not rec["passed"]:
+        lines.append("  " + cause_line({"cause": cause}))
+    for x in s["seeds"]:
+        lines.append(f"  seed {x['seed']}: {x['status']}; class {x['limit_class']} (slope of "
+                     f"min u {num(x['slope_u_min'], '.3f')} per ln t); at T share min "
+                     f"{num(x['share_min'], '.4f')}, test error {num(x['test_error'], '.4%')}, "
+                     f"Def. 2.2 {x['topc_rows']} rows -> {'pass' if x['passed'] else 'FAIL'}; "
+                     f"time to the rule {_t(x['time_to_rule'])}")
+    gd = s.get("budget_readings")
+    if gd and gd.get("n_seeds"):
+        glo, ghi = gd["wilson"]
+        lines.append(f"  beside it, sampled GD to H = {gd.get('horizon')} (a reading within a "
+                     f"budget): {gd['n_passed']}/{gd['n_seeds']} pass, Wilson 95 % "
+                     f"[{glo:.3f}, {ghi:.3f}]")
+    lines += [f"figure: {p}" for p in s.get("figures", [])]
+    return "\n".join(lines)
 
 
 def render(s: dict) -> str:
     from patchassoc.simulations.studies.claim2_seeds import claim2
     from patchassoc.simulations.studies.verdicts import cause_line
+    if "curves" in s and "classes" in s:
+        return render_flows(s)
     lo, hi = s["wilson"]
     H = s.get("horizon")
     rec = claim2(s)

@@ -1,5 +1,9 @@
-"""``patchassoc train``: sampled-data gradient descent on N samples, with results and figures."""
+"""``patchassoc train``: sampled-data gradient descent on N samples, or (``--flow``) the gradient
+flow of the same empirical risk to a horizon, with results and figures."""
 from __future__ import annotations
+
+from patchassoc.simulations.analysis.formatting import num
+from patchassoc.cli.options import positive_float
 
 
 NAME = "train"
@@ -8,6 +12,14 @@ HELP = ("train the positional-attention model by full-batch gradient descent on 
 
 
 def add_arguments(parser) -> None:
+    parser.add_argument("--flow", action="store_true",
+                        help="follow the gradient flow of the empirical risk (the small-step "
+                             "limit of the descent, t in GD steps; --set diagonal=fixed) to "
+                             "--t-max instead of running GD: the limit class, the time to "
+                             "claim 2's seed rule and each of its criteria, a figure against "
+                             "log t")
+    parser.add_argument("--t-max", type=positive_float, default=None, metavar="T",
+                        help="the flow's horizon in GD steps (default 1e15)")
     parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
     parser.add_argument("--animate", action="store_true",
                         help="also write the dynamics as an animation over log-time (GIF; MP4 "
@@ -16,9 +28,55 @@ def add_arguments(parser) -> None:
 
 
 def run(ctx) -> dict:
+    if ctx.args.flow:
+        from patchassoc.simulations.engines.population.flow import T_MAX
+        from patchassoc.simulations.studies.sampled_training import run_flow_and_save
+        t_max = T_MAX if ctx.args.t_max is None else ctx.args.t_max
+        return ctx.finish("train_flow", run_flow_and_save(ctx.config, ctx.seed, ctx.out,
+                                                          ctx.progress, t_max), "the flow")
+    if ctx.args.t_max is not None:
+        raise ValueError("--t-max needs --flow")
     from patchassoc.simulations.studies.sampled_training import run_and_save
     return ctx.finish("train", run_and_save(ctx.config, ctx.seed, ctx.out, ctx.progress),
                       "training")
+
+
+def _when(times: dict, key: str) -> str:
+    r = (times or {}).get(key) or {}
+    return ("censored (the flow stopped before the horizon)" if r.get("stopped") else
+            "censored (fails at the horizon)" if r.get("censored") else
+            f"{r['time']:.3g} steps" if r.get("time") is not None else "n/a")
+
+
+def render_flow(s: dict) -> str:
+    """The empirical-risk flow's reading: the horizon (or its last record, for a flow that
+    stopped early), the limit class, the time to each criterion of claim 2's seed rule."""
+    h, lim, t = s["horizon"], s["limit"], s.get("times") or {}
+    where = ("at the horizon" if s.get("reached") else
+             f"at its last record t = {num(h.get('t'), '.3g')} (it stopped before the horizon "
+             f"{s['t_max']:.3g}: censored, not read as the horizon)")
+    if lim.get("class") == "undetermined":
+        limit = f"  limit: undetermined ({lim.get('reason')})"
+    else:
+        limit = (f"  limit: {lim['class']} (min_i u_i = {lim['u_min']:.4g}, slope per ln t "
+                 f"{lim['slope_u_min']:.3g} over the last decade; loss falling as t^"
+                 f"{num(lim.get('loss_rate'), '.3g')}; ||v|| +{num(lim.get('v_growth'), '.3g')}"
+                 f" and ||Q offdiag|| +{num(lim.get('q_growth'), '.3g')} per ln t; direction "
+                 f"turned {num(lim.get('turn'), '.2g')} rad)")
+    return "\n".join([
+        f"gradient flow of the empirical risk {s['status']} to t = {s['t_reached']:.3g} steps "
+        f"({s['seconds']:.1f} s, {s['evaluations']} evaluations, {s['jacobians']} Jacobians, "
+        f"{s['solver']['method']} rtol {s['solver']['rtol']:g}, N = {s['n_train']}); results "
+        f"in {s['out']}",
+        limit,
+        f"  {where}: Def. 2.2 in {h['topc_rows']}/{s['D']} rows, share min "
+        f"{num(h.get('share_min'), '.4f')} (mean {num(h.get('share_mean'), '.4f')}), test "
+        f"error {num(h.get('test_error'), '.4%')} (limit {s['error_limit']:.4%}), training "
+        f"loss {num(h.get('train_loss'), '.3g')}, alpha {num(h.get('alpha'), '.4f')}, "
+        f"non-invariant part of Q {num(h.get('q_residual'), '.4g')}",
+        f"  time for good: Def. 2.2 {_when(t, 'def22')}; share >= {s['share_level']:g} "
+        f"{_when(t, 'share')}; test error <= limit {_when(t, 'error')}; the seed rule "
+        f"{_when(t, 'all')}"])
 
 
 def association_line(s: dict) -> str:
@@ -32,6 +90,8 @@ def association_line(s: dict) -> str:
 
 
 def render(summary: dict) -> str:
+    if "limit" in summary and "horizon" in summary:
+        return render_flow(summary)
     lines = [f"training {summary['status']} after {summary['steps']} steps "
              f"({summary['seconds']:.1f} s, diagonal {summary.get('diagonal', 'trained')}); "
              f"results in {summary['out']}",

@@ -3,8 +3,10 @@
 SPEC section 6 (claims read at a declared horizon): the time to a criterion is the first
 recorded time after which the criterion holds at every recorded later time up to the horizon
 (the last recorded time); when it does not hold at the last recorded time the run is
-"censored > horizon". One rule for population GD, the gradient flow and sampled runs (times in
-GD steps).
+"censored > horizon". A run that stopped before its horizon (a solver failure, a non-finite
+value, an interruption) is censored in every criterion: that a criterion held at its last record
+says nothing of the horizon. One rule for population GD, the gradient flows and sampled runs
+(times in GD steps).
 
 The criteria of the claims:
 
@@ -30,20 +32,22 @@ __all__ = ["time_to", "times_to_criteria", "CRITERIA", "censored_fraction"]
 CRITERIA = ("def22", "share", "error")
 
 
-def time_to(times: Sequence[float], holds: Sequence[bool]) -> dict:
+def time_to(times: Sequence[float], holds: Sequence[bool], reached: bool = True) -> dict:
     """The first recorded time after which ``holds`` is true at every later record.
 
     Parameters
     ----------
     times : increasing recorded times (steps).
     holds : the criterion at each recorded time (NaN-free booleans).
+    reached : the run reached its horizon; ``False`` (it stopped early) censors the criterion.
 
     Returns
     -------
     dict
         ``time`` (float, or ``None`` when censored), ``censored`` (the criterion fails at the
-        last record), ``horizon`` (the last recorded time), ``index`` (the record where it starts
-        to hold for good, or ``None``).
+        last record, or the run stopped before its horizon), ``stopped`` (the latter),
+        ``horizon`` (the last recorded time), ``index`` (the record where it starts to hold for
+        good, or ``None``).
     """
     t = np.asarray(times, dtype=np.float64)
     h = np.asarray(holds, dtype=bool)
@@ -55,14 +59,17 @@ def time_to(times: Sequence[float], holds: Sequence[bool]) -> dict:
     if not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
         raise ValueError("recorded times must be finite and strictly increasing")
     horizon = float(t[-1])
-    if not h[-1]:
-        return {"time": None, "censored": True, "horizon": horizon, "index": None}
+    if not reached or not h[-1]:
+        return {"time": None, "censored": True, "stopped": not reached, "horizon": horizon,
+                "index": None}
     fails = np.flatnonzero(~h)
     k = int(fails[-1]) + 1 if fails.size else 0
-    return {"time": float(t[k]), "censored": False, "horizon": horizon, "index": k}
+    return {"time": float(t[k]), "censored": False, "stopped": False, "horizon": horizon,
+            "index": k}
 
 
-def times_to_criteria(times, *, topc, share, error, error_limit, eps: float) -> dict:
+def times_to_criteria(times, *, topc, share, error, error_limit, eps: float,
+                      reached: bool = True) -> dict:
     """The time to each criterion of :data:`CRITERIA` along one recorded run.
 
     Parameters
@@ -74,6 +81,7 @@ def times_to_criteria(times, *, topc, share, error, error_limit, eps: float) -> 
     error_limit : float or array, the largest error the criterion admits at each record (e.g.
         1.3 x Bayes + the record's certified bound).
     eps : the association level: the share criterion is share >= 1 - eps.
+    reached : the run reached its horizon (else every criterion is censored, :func:`time_to`).
 
     Returns
     -------
@@ -89,9 +97,9 @@ def times_to_criteria(times, *, topc, share, error, error_limit, eps: float) -> 
     ok_share = np.isfinite(share) & (share >= 1.0 - eps)
     ok_error = np.isfinite(error) & (error <= limit)
     ok_topc = np.asarray(topc, dtype=bool)
-    out = {"def22": time_to(times, ok_topc), "share": time_to(times, ok_share),
-           "error": time_to(times, ok_error),
-           "all": time_to(times, ok_topc & ok_share & ok_error)}
+    out = {"def22": time_to(times, ok_topc, reached), "share": time_to(times, ok_share, reached),
+           "error": time_to(times, ok_error, reached),
+           "all": time_to(times, ok_topc & ok_share & ok_error, reached)}
     out["levels"] = {"share": 1.0 - eps,
                      "error_limit_last": float(limit[-1]) if limit.size else math.nan}
     return out

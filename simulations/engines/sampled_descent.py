@@ -52,7 +52,8 @@ from patchassoc.simulations.engines.start import initial_parameters, record_step
 from patchassoc.simulations.engines.sampler import (Sample, check_sample_size, draw, draw_target,
                                                     streams)
 
-__all__ = ["TrainResult", "Trajectory", "gradient_descent", "train", "record_steps",
+__all__ = ["TrainResult", "Trajectory", "gradient_descent", "train", "draw_run", "RunDraws",
+           "record_steps",
            "initial_parameters", "ASSOCIATION_EPS"]
 
 #: Level eps at which sampled runs report association (SPEC section 3: 0.25 for sampled runs).
@@ -347,17 +348,24 @@ def _row_sum_drift(row_sums: np.ndarray) -> float:
     return float(np.max(np.abs(row_sums - r0)) / max(1.0, float(np.max(np.abs(r0)))))
 
 
-def train(config: Config, seed: int = 0, *, progress: bool = False,
-          structure: Structure | None = None, at: Sequence[int] | None = None,
-          keep: Sequence[int] = ()) -> TrainResult:
-    """Train the model of ``config`` on a fresh sample drawn from ``seed``.
+@dataclass(frozen=True, eq=False)
+class RunDraws:
+    """What a run of ``config`` and ``seed`` draws before it trains (:func:`draw_run`)."""
 
-    The seed's independent streams draw, in order: the structure (unless given), the feature
-    w*, the initialization, the training sample and the test sample. ``at`` are the recorded
-    steps (default: ``record_steps(config.steps, config.records)``), ``keep`` the steps whose
-    parameters are kept (:meth:`TrainResult.at_step`).
-    """
-    t0 = time.perf_counter()
+    structure: Structure
+    w_star: np.ndarray
+    v0: np.ndarray
+    theta0: np.ndarray
+    train_data: Sample
+    test_data: Sample
+
+
+def draw_run(config: Config, seed: int, structure: Structure | None = None) -> RunDraws:
+    """The draws of a run of ``config`` from ``seed``'s independent streams, in order: the
+    structure (unless given), the feature w* (the CNN filter of the paper's Fig. 2 control for
+    ``config.data = "gaussian-cnn"``, which has no feature: w* = 0 there), the initialization,
+    the training sample and the test sample. Gradient descent (:func:`train`) and the gradient
+    flow of the empirical risk (:mod:`.sampled_flow`) start from the same draws."""
     check_sample_size(config.n_train, config.D, config.d, "training sample")
     check_sample_size(config.n_test, config.D, config.d, "test sample")
     rng = streams(seed)
@@ -366,21 +374,33 @@ def train(config: Config, seed: int = 0, *, progress: bool = False,
     elif structure.L != config.L or structure.C != config.C:
         raise ValueError(f"structure has L={structure.L}, C={structure.C}; config has "
                          f"L={config.L}, C={config.C}")
-    # w* (structured data), or the CNN filter of the paper's Fig. 2 control (config.data =
-    # "gaussian-cnn"), which has no feature: alpha is then <v, 0> = 0 and ||v_perp|| = ||v||
     target = draw_target(config, rng["feature"])
     w_star = target if config.data == "structured" else np.zeros(config.d)
     v0, theta0 = initial_parameters(config, rng["init"])
     train_data = draw(config, config.n_train, target, structure, rng["train"])
     test_data = draw(config, config.n_test, target, structure, rng["test"])
+    return RunDraws(structure, w_star, v0, theta0, train_data, test_data)
+
+
+def train(config: Config, seed: int = 0, *, progress: bool = False,
+          structure: Structure | None = None, at: Sequence[int] | None = None,
+          keep: Sequence[int] = ()) -> TrainResult:
+    """Train the model of ``config`` on a fresh sample drawn from ``seed``
+    (:func:`draw_run`). ``at`` are the recorded steps (default:
+    ``record_steps(config.steps, config.records)``), ``keep`` the steps whose parameters are
+    kept (:meth:`TrainResult.at_step`).
+    """
+    t0 = time.perf_counter()
+    run = draw_run(config, seed, structure)
     t1 = time.perf_counter()
-    traj = gradient_descent(train_data, theta0, v0, p=config.p, nu=config.nu,
+    traj = gradient_descent(run.train_data, run.theta0, run.v0, p=config.p, nu=config.nu,
                             eta_v=config.eta_v, eta_Q=config.eta_Q, steps=config.steps,
                             at=record_steps(config.steps, config.records) if at is None else at,
-                            w_star=w_star, structure=structure, test_data=test_data,
-                            gram=config.param == "gram", diagonal=config.diagonal,
-                            progress=progress, desc="train", keep=keep)
+                            w_star=run.w_star, structure=run.structure,
+                            test_data=run.test_data, gram=config.param == "gram",
+                            diagonal=config.diagonal, progress=progress, desc="train",
+                            keep=keep)
     t2 = time.perf_counter()
-    return TrainResult(config=config, seed=seed, structure=structure, w_star=w_star,
+    return TrainResult(config=config, seed=seed, structure=run.structure, w_star=run.w_star,
                        trajectory=traj, seconds=t2 - t0,
                        timings={"sampling": t1 - t0, "descent": t2 - t1})

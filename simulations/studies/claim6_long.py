@@ -36,7 +36,7 @@ from patchassoc.simulations.engines.vit.comparison import REFERENCE
 from patchassoc.simulations.engines.vit.curves import CurveResult
 from patchassoc.simulations.engines.vit.data import load_dataset
 from patchassoc.simulations.engines.vit.run_store import RunStore, run_key
-from patchassoc.simulations.engines.vit.stats import mean_ci, paired_gap_ci
+from patchassoc.simulations.engines.vit.locality_stats import mean_ci, paired_gap_ci
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies import claim6_vit

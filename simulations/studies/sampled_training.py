@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchassoc.theory.config import Config
+from patchassoc.simulations.engines.population.flow import T_MAX
 from patchassoc.simulations.engines.sampled_descent import train
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import association_sentence, fmt, pct
 
-__all__ = ["run_and_save", "reproduce_train", "reproduce_train_gram", "train_readings",
+__all__ = ["run_and_save", "run_flow_and_save", "reproduce_train", "reproduce_train_gram", "train_readings",
            "TRAIN", "TRAIN_GRAM"]
 
 
@@ -31,6 +32,28 @@ def run_and_save(config: Config, seed: int, out: Path, progress: bool) -> Outcom
     if result.trajectory.status not in ("ok", "converged"):
         summary["exit_status"] = 1
     return Outcome(summary, {"result": result})
+
+
+def run_flow_and_save(config: Config, seed: int, out: Path, progress: bool,
+                      t_max: float = T_MAX) -> Outcome:
+    """The gradient flow of the empirical risk of ``config`` to ``t_max``
+    (:func:`~patchassoc.simulations.engines.sampled_flow.run_sampled_flow`), read with claim 2's
+    seed rule (:mod:`.claim2_seeds`), saved in ``out``; the summary (``exit_status`` 1 when the
+    flow did not reach its horizon: what it recorded is saved) and the result."""
+    from patchassoc.simulations.engines.sampled_flow import run_sampled_flow
+    from patchassoc.simulations.studies.common.seed_rule import (ERROR_FACTOR, ERROR_SLACK,
+                                                                 SHARE_MIN)
+
+    result = run_sampled_flow(config, seed, t_max=t_max, error_factor=ERROR_FACTOR,
+                              error_slack=ERROR_SLACK, share_level=SHARE_MIN,
+                              progress=progress)
+    result.save(out)
+    summary = result.summary()
+    summary["out"] = str(out)
+    summary["figures"] = []
+    if not result.trajectory.reached:
+        summary["exit_status"] = 1
+    return Outcome(summary, {"result": result}, saved=Path(out) / "metrics.json")
 
 
 def _reproduce(param: str, out: Path, config: Config, seed: int, quick: bool,

@@ -83,3 +83,31 @@ def test_steps_that_compile_the_same_kernels_do_not_start_side_by_side(tmp_path,
     a, b, c = (steps[k]["summary"] for k in ("stamp_a", "stamp_b", "stamp_c"))
     assert b["start"] >= a["end"]                      # same family: one after the other
     assert c["start"] < a["end"] and a["start"] < c["end"]   # other family: side by side
+
+
+def test_budget_readings_reach_the_steps_that_declare_the_option(tmp_path, monkeypatch, capsys):
+    """``--budget-readings`` is passed to the steps whose Study declares the option, is part of
+    their work (another value recomputes them) and is not passed to the others."""
+    seen = []
+
+    def opt_step(out, config, seed, quick, progress, budget_readings=False):
+        seen.append(("opt", budget_readings))
+        return Outcome({"figures": []})
+
+    def plain_step(out, config, seed, quick, progress):
+        seen.append(("plain", None))
+        return Outcome({"figures": []})
+
+    monkeypatch.setattr(reproduce, "studies", lambda: (
+        Study("opt", "a step with the option", opt_step, options=("budget_readings",)),
+        Study("plain", "a step without", plain_step)))
+    out = tmp_path / "repro"
+    args = ["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet", "--jobs", "1"]
+    assert main(args) == 0
+    assert seen == [("opt", False), ("plain", None)]
+    seen.clear()
+    assert main(args + ["--budget-readings"]) == 0
+    capsys.readouterr()
+    assert seen == [("opt", True)]           # recomputed for the other option; plain reused
+    rec = json.loads((out / "opt" / "step.json").read_text())
+    assert rec["work"]["options"] == {"budget_readings": True}

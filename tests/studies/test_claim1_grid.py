@@ -1,13 +1,17 @@
 """Claim 1 read at the horizon: the point test, the grid's bookkeeping, the cause a FAIL names,
 the cell record and the 10,000-step reading beside it (the claim's verdict is an output, never
 asserted here)."""
+import dataclasses
 import json
 import math
 
 import numpy as np
 import pytest
 
+from patchassoc.simulations.engines.population.flow import run_flow
+
 from patchassoc.cli.main import main
+from patchassoc.theory.config import preset
 from patchassoc.simulations.studies import claim1_grid as cg
 from patchassoc.simulations.studies import verdicts
 from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
@@ -40,7 +44,7 @@ def _rec(L, C, d, *, cls="association", topc=True, eob=1.0, reached=True, budget
             "trend": {"error_over_bayes_from": eob if eob_from is None else eob_from,
                       "error_over_bayes_to": eob, "share_from": share, "share_to": share},
             "flow": {"status": "ok" if reached else "solver failed at t = 1e9",
-                     "reached": reached, "t_max": 1e15, "evaluations": 1000, "complete": True,
+                     "reached": reached, "t_max": 1e15, "t_reached": 1e15 if reached else 1e9, "evaluations": 1000, "complete": True,
                      "max_rel_bound": 0.0, "seconds": 0.5, "cpu_seconds": 0.5},
             "budget": ({"passed": bool(budget), "steps": budget_steps if budget else 10000,
                         "associated_eps01": False, "seconds": 1.0, "cpu_seconds": 1.0}),
@@ -202,7 +206,8 @@ def test_claim1_is_the_horizon_verdict_with_the_budget_beside_it():
 
 def test_a_control_that_passes_is_cause_iii(monkeypatch):
     ctl = [{"name": "identity", "ok": False, "associated": True, "expected": "fail"}]
-    monkeypatch.setattr(cg, "matrix_controls", lambda structure, eps: ctl)
+    from patchassoc.simulations.studies.claim1_grid import grid_verdict as claim
+    monkeypatch.setattr(claim, "matrix_controls", lambda structure, eps: ctl)
     rec = cg.claim1(cg.grid_summary(_regime(n_pass=9)), _S())
     assert rec["status"] == "fail" and rec["cause"]["code"] == "iii"
     assert "ASSOCIATED: identity" in rec["cause"]["why"]
@@ -273,10 +278,19 @@ def test_a_cell_holds_the_limit_the_times_the_horizon_and_the_budget(tiny_point)
                 "verdict", "limit_class", "limit", "times", "horizon", "trend", "flow",
                 "budget", "compare", "status", "seconds", "cpu_seconds", "fingerprint"):
         assert key in rec, key
-    assert rec["limit_class"] == rec["limit"]["class"] in ("association", "other sets",
-                                                           "converged", "tie", "undecided")
+    # the class and the times are those the flow's records imply (the rule written again in
+    # tests/engines/population/test_flow.py)
+    from tests.engines.population.test_flow import expected_class, expected_time
+
+    tr = run_flow(cg.cell_config(task, cell), task.seed, t_max=task.t_max).trajectory
+    assert rec["limit_class"] == rec["limit"]["class"] == expected_class(
+        tr.t, tr.alpha, tr.a, tr.b, tr.c, tr.status)
+    holds = {"def22": tr.topc_rows == tr.D, "share": tr.share >= cg.SHARE_LEVEL,
+             "error": tr.error <= cg.BAYES_FACTOR * rec["bayes_error"] + tr.bound}
+    holds["all"] = holds["def22"] & holds["share"] & holds["error"]
     for crit in ("def22", "share", "error", "all"):
         t = rec["times"][crit]
+        assert t["time"] == expected_time(tr.t, holds[crit]), crit
         assert t["censored"] == (t["time"] is None) and t["horizon"] == rec["horizon"]["t"]
     h = rec["horizon"]
     for key in ("topc_rows", "error", "bound", "error_over_bayes", "share", "alpha", "gap_bc"):
@@ -365,3 +379,21 @@ def test_a_flow_that_stopped_before_the_horizon_has_not_reached_it():
     assert "flows that stopped before the horizon" in rec["detail"]
     s.update(ds=[64, 256, 1024, 4096], max_D=32)
     assert "The flow stopped before the horizon" in cg.readings(s)["claim1_grid"]
+
+
+def test_a_stationary_end_reads_as_converged_with_cause_ii():
+    """A flow that stopped at a stationary point has reached its horizon (at rest, its state
+    holds): class converged, and a point that fails there fails with cause (ii), not (i)."""
+    from tests.engines.population.test_flow import _synthetic
+
+    t = np.concatenate([[0.0], np.logspace(0, 7, 141)])
+    tr = _synthetic(t, 2.0 + 0 * t, 1.0 + 0 * t, status="stationary at t = 1e+07")
+    tr = dataclasses.replace(tr, error=np.full(t.size, 0.2), t_max=1e15)
+    cfg = preset("ref", diagonal="fixed")
+    rec = cg.horizon_record(cfg, tr, 0.01, 1e15)
+    assert rec["flow"]["reached"] and rec["limit_class"] == "converged" and not rec["passed"]
+    assert cg._kind(rec) == "converged"
+    regime = [dict(rec, L=L, C=C, d=256, in_regime=True) for L, C in ((3, 2), (4, 4), (5, 2))]
+    gs = cg.grid_summary(regime)
+    assert gs["converged"] == [[3, 2, 256], [4, 4, 256], [5, 2, 256]] and gs["moving"] == []
+    assert cg.grid_cause(gs)[0] == "ii"

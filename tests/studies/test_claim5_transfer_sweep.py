@@ -288,7 +288,7 @@ def test_reproduce_step_reuses_the_seeds_runs_and_lists_its_figures(tmp_path, mo
     # first upstream seed only
     seeds = tmp_path / "seeds" / "seeds"
     train(command.upstream_config(config).replace(n_test=700), seed=3).save(seeds / "seed-003")
-    summary = _run_study("transfer", command.reproduce, tmp_path / "transfer", config, 3, True,
+    summary = _run_study("transfer", command.reproduce, {}, tmp_path / "transfer", config, 3, True,
                          False)
     assert summary["upstream"]["runs"][0]["source"] == str(seeds / "seed-003")
     assert summary["upstream"]["runs"][1]["source"] == "trained"

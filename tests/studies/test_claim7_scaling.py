@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from patchassoc.simulations.studies import claim7_scaling as sc
+from patchassoc.simulations.studies.claim7_scaling import studies as sc_studies
 from patchassoc.cli.main import main
 from patchassoc.simulations.studies import claim7_scaling as cmd
 from patchassoc.simulations.studies.verdicts import CAUSES
@@ -209,6 +210,7 @@ def test_verdict_carries_the_cause_of_a_fail_and_keeps_it_aside_for_a_preview(tm
 # -- the flow's records as study (a) and (b) read them -------------------------------------------
 def _flow_cell(d, bayes, error, times, status="ok", change=0.0):
     return {"d": d, "L": 4, "C": 4, "D": 16, "bayes": bayes, "status": status,
+            "sign_of_sum": 0.3,
             "reached": True, "error": error, "bound": 1e-3 * bayes * 0.5,
             "error_high": error + 1e-3 * bayes * 0.5, "t_max": 1e15,
             "reading": {"t_reached": 1e15, "limit": {"class": "association", "alpha": 1.27,
@@ -232,7 +234,7 @@ def test_study_a_reads_the_certified_flow_and_extends_beside_the_range():
     times = {"def22": 5.0, "share": 50.0, "error": 20.0, "all": 50.0}
     flow = {r["d"]: _flow_cell(r["d"], r["bayes"], 1.0001 * r["bayes"], times) for r in cf}
     flow[ds[1]]["trend"]["error_change"] = -0.01 * cf[1]["bayes"]    # 10 x tol(d): moving
-    a = sc._study_a(cf, {}, {}, ds[:4], flow)
+    a = sc_studies._study_a(cf, {}, {}, ds[:4], flow)
     row = a["rows"][0]["flow"]
     assert row["reached"] and row["error_high"] == flow[ds[0]]["error_high"]
     assert row["limit"] == "association" and row["settled"]
@@ -243,10 +245,10 @@ def test_study_a_reads_the_certified_flow_and_extends_beside_the_range():
     assert a["tests"]["flow"]["exponents"] == sc.omega_test(
         ds[:4], [flow[d]["error_high"] for d in ds[:4]])["exponents"]
     assert a["extended_ds"] == ds and a["tests_extended"]["flow"]["points"] == 5
-    assert sc._study_a(cf, {}, {}, ds[:4], {d: flow[d] for d in ds[:4]})["tests_extended"] is None
+    assert sc_studies._study_a(cf, {}, {}, ds[:4], {d: flow[d] for d in ds[:4]})["tests_extended"] is None
     not_settled = _flow_cell(ds[0], cf[0]["bayes"], cf[0]["bayes"], times, status="solver "
                              "failed at t = 10")
-    assert not sc._flow_err(not_settled)["settled"]
+    assert not sc_studies._flow_err(not_settled)["settled"]
 
 
 def test_time_fits_recover_a_power_and_leave_censored_times_out():
@@ -282,7 +284,7 @@ def test_study_b_times_rows_carry_censoring_budget_and_the_series():
     recs = [_flow_cell(r["d"], r["bayes"], r["bayes"],
                        {"def22": 5.0, "share": None, "error": 10.0 * r["d"], "all": None})
             for r in cf]
-    b = sc._study_b([], [], recs, budget=sc.steps_for)
+    b = sc_studies._study_b([], [], recs, budget=sc.steps_for)
     fb = b["flow"]
     assert [r["d"] for r in fb["rows"]] == ds
     assert fb["rows"][0]["budget"] == sc.steps_for(ds[0])
@@ -401,3 +403,62 @@ def test_flow_cell_is_certified_and_carries_its_reading():
     assert rec["trend"]["t_to"] == 1e4
     json.dumps(rec)                                           # a JSON-ready cell
     assert sc.flow_cells([55, 403, 148]) == [sc.ScalingCell("flow", d) for d in (403, 148, 55)]
+
+
+# -- a flow that stopped early is never read at its horizon (issue 35) ---------------------------
+def _declared_summary(flows: dict) -> dict:
+    ds = sc.grid_d(sc.GD_KS)
+    cf = sc.closed_forms(sc.Family(), ds)
+    a = sc_studies._study_a(cf, {}, {}, ds, flows)
+    return {"a": a, "preview_reasons": [], "min_rise": sc.MIN_RISE, "t_max": sc.FLOW_T_MAX,
+            "steps_per_log": sc.STEPS_PER_LOG}
+
+
+def _settled_flows(**overrides) -> dict:
+    """Flow cells at the declared range whose certified errors are 1.0001 x Bayes (they pass the
+    rule, as the Bayes error does), each at its horizon 1e15."""
+    ds = sc.grid_d(sc.GD_KS)
+    cf = sc.closed_forms(sc.Family(), ds)
+    times = {"def22": 5.0, "share": 50.0, "error": 20.0, "all": 50.0}
+    flows = {r["d"]: _flow_cell(r["d"], r["bayes"], 1.0001 * r["bayes"], times, **overrides)
+             for r in cf}
+    return flows
+
+
+def test_a_forced_solver_failure_at_d55_fails_claim7_with_cause_i(monkeypatch):
+    from tests.engines.population.test_flow import _failing_solver
+
+    ok = cmd.claim7(_declared_summary(_settled_flows()))
+    assert ok["status"] == "pass"                          # the control: the same, at its horizon
+    _failing_solver(monkeypatch, after=120)
+    rec = sc.compute_cell(sc.ScalingTask(), sc.ScalingCell("flow", 55))
+    assert rec["status"].startswith("solver failed") and not rec["reached"]
+    assert "did not reach its horizon" in rec["reason"]
+    assert rec["reading"]["limit"]["class"] == "undetermined"
+    flows = _settled_flows()
+    flows[55] = rec
+    out = cmd.claim7(_declared_summary(flows))
+    assert out["status"] == "fail" and not out["passed"]
+    assert out["cause"]["code"] == "i" and "d = 55" in out["cause"]["why"]
+    assert "solver failed" in out["cause"]["why"]
+
+
+def test_a_summary_whose_flows_all_stopped_at_3e8_does_not_pass():
+    """Cells that say ``reached`` (certified) but whose flows stopped at t = 3e8: read by the one
+    rule, none is at its horizon; the claim fails with cause (i), never a PASS."""
+    flows = _settled_flows(status="stopped at t = 3e+08")
+    for rec in flows.values():
+        rec["reading"]["t_reached"] = 3e8
+    out = cmd.claim7(_declared_summary(flows))
+    assert out["status"] == "fail" and out["cause"]["code"] == "i"
+    assert "did not reach its horizon" in out["cause"]["why"]
+    assert out["measured"]["flow_error_over_bayes"] == [None] * 4
+
+
+def test_a_missing_point_is_a_fail_not_a_preview():
+    flows = _settled_flows()
+    flows[1097] = {"d": 1097, "bayes": 1e-9, "status": "ok", "reached": False,
+                   "reason": "the evaluation needs 7e+07 configurations (cap 6e+07)"}
+    out = cmd.claim7(_declared_summary(flows))
+    assert out["status"] == "fail" and out["cause"]["code"] == "i"
+    assert "d = 1097" in out["cause"]["why"] and "cap" in out["cause"]["why"]

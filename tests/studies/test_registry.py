@@ -146,8 +146,17 @@ def test_claim3():
 
 
 def test_claim4_and_missing_results(tmp_path):
-    ok = {"all_proved": True, "n_proved": 10, "n_lemmas": 10, "lemmas": []}
+    general = [{"name": f"L{i}", "proved": True, "general": True, "scope": "all L, C"}
+               for i in range(1, 11)]
+    ok = {"all_proved": True, "n_proved": 10, "n_lemmas": 10, "lemmas": general}
     assert claim4_lemmas.claim4(ok)["passed"]
+    # a lemma verified only at sizes is never a PASS (SPEC 6, item 4): cause (iv), naming it
+    inst = dict(ok, lemmas=general[:-1] + [{"name": "L10", "proved": True, "general": False,
+                                             "scope": "verified at (2, 2)"}])
+    rec = claim4_lemmas.claim4(inst)
+    assert rec["status"] == "fail" and not rec["passed"]
+    assert rec["cause"]["code"] == "iv" and "L10" in rec["cause"]["why"]
+    assert "verified at (2, 2)" in rec["cause"]["why"] and "9/10" in rec["measured"]
     bad = {"all_proved": False, "n_proved": 9, "n_lemmas": 10,
            "lemmas": [{"name": "L3", "proved": False}]}
     rec = claim4_lemmas.claim4(bad)
@@ -190,8 +199,10 @@ def _reproduction(root, quick=False):
     write_arrays(root / "train" / "arrays.npz", {"sets": _S().sets})  # the reference sets
     write_json(root / "grid" / "grid.json", _grid(quick=quick))
     write_json(root / "seeds" / "seeds.json", _seeds(quick=quick))
+    from tests.studies.test_claim2_flow import flows
+    write_json(root / "seeds" / "flow.json", flows(declared=not quick))
     _step(root / "population", dict(_pop(), convergence={"slope": -0.52, "Ns": [1, 2]}))
-    _step(root / "lemmas", {"all_proved": True, "n_proved": 10, "n_lemmas": 10,
+    _step(root / "lemmas", {"all_proved": True, "n_proved": 1, "n_lemmas": 1,
                             "lemmas": [{"name": "L1", "proved": True, "general": True}]})
     write_json(root / "solutions" / "main" / "metrics.json", _solutions())
     write_json(root / "reproduce.json", {"quick": quick, "steps": {}})
@@ -252,6 +263,7 @@ def test_every_study_that_declares_figures_has_a_drawer_and_back():
     """The Study records' figure stems and the figure catalog name the same studies."""
     from patchassoc.figures.catalog import DRAWERS
     declared = {s.name for s in registry.STUDIES if s.figures}
-    assert declared == set(DRAWERS)
+    # and one drawer of a command that is no reproduction step: ``train --flow``
+    assert declared == set(DRAWERS) - {"train_flow"}
     names = [s.name for s in registry.STUDIES]
     assert len(names) == len(set(names)) and names[-1] == "check"

@@ -182,7 +182,8 @@ def _point(L, C, d, *, cls="association", eob=1.0, t_error=100.0, alpha=1.25, mo
             "limit": {"class": cls, "slope_bc": 1.0, "alpha_change": change},
             "times": times, "horizon": horizon,
             "trend": {"error_over_bayes_from": eob, "error_over_bayes_to": eob},
-            "flow": {"reached": True, "t_max": 1e15, "cpu_seconds": 0.1}, "budget": None,
+            "flow": {"status": "ok", "reached": True, "t_max": 1e15, "t_reached": 1e15,
+                     "cpu_seconds": 0.1}, "budget": None,
             "alpha0": alpha0, "attention_move": move}
 
 
@@ -202,6 +203,7 @@ def _family(exponents=(3.0, 3.2, 3.4), control_exponent=0.1, settled=True, move=
         bay.append(bay[-1] * (ds[i] / ds[i + 1]) ** (s + 0.1 * i))
     return [{"d": d, "bayes": b, "sign_of_sum": c, "error_high": e, "reached": True,
              "settled": settled, "limit": limit, "status": "ok", "tol": 1e-3 * b,
+             "t_max": 1e15, "t_reached": 1e15,
              "trend": {"error_from": e, "error_to": e}, "horizon": {"alpha": 1.2},
              "alpha0": 1e-4, "attention_move": move}
             for d, e, c, b in zip(ds, errs, ctl, bay)]
@@ -248,8 +250,12 @@ def test_claim7_reading_by_its_rule_with_its_controls_and_causes():
     assert tables.claim7_reading(fam)["cause"]["code"] == "iii"
     fam = _family()
     fam[-1].update(reached=False, reason="beyond the cap")
-    miss = tables.claim7_reading(fam)
-    assert miss["status"] == "no verdict" and "d = [1097]" in miss["reasons"][0]
+    miss = tables.claim7_reading(fam)        # a missing point fails, cause (i), saying why
+    assert miss["status"] == "fail" and miss["reasons"] == []
+    assert miss["cause"]["code"] == "i" and "d = 1097" in miss["cause"]["why"]
+    assert "beyond the cap" in miss["cause"]["why"]
+    short = tables.claim7_reading(_family()[:3])       # fewer points than declared: no verdict
+    assert short["status"] == "no verdict" and "3 of the 4" in short["reasons"][0]
 
 
 def test_the_table_and_its_reading_are_built_from_the_numbers():
@@ -346,3 +352,38 @@ def test_robustness_quick_json_check_from_and_bad_input(tmp_path, capsys):
     assert "kappa = 0 (control)" in text
     assert main(["robustness", "--jobs", "0", "--out", str(tmp_path / "x")]) == 2
     assert "argument --jobs: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+# -- a flow that stopped early is never read at its horizon (issue 35) ---------------------------
+def test_a_forced_solver_failure_at_d55_fails_claim7_with_cause_i(monkeypatch, tmp_path):
+    from tests.engines.population.test_flow import _failing_solver
+
+    assert tables.claim7_reading(_family())["status"] == "pass"        # the control
+    _failing_solver(monkeypatch, after=120)
+    task = runs.RobustnessTask(folder=str(tmp_path))
+    rec = runs.compute_cell(task, runs.RobustnessCell("family", "ref", d=55))
+    assert rec["status"].startswith("solver failed") and not rec["reached"]
+    assert not rec["settled"] and rec["limit"] == "undetermined"
+    fam = _family()
+    fam[0] = dict(rec, sign_of_sum=fam[0]["sign_of_sum"])
+    out = tables.claim7_reading(fam)
+    assert out["status"] == "fail" and out["cause"]["code"] == "i"
+    assert "d = 55" in out["cause"]["why"] and "solver failed" in out["cause"]["why"]
+
+
+def test_family_records_that_stopped_at_3e8_do_not_pass():
+    fam = _family()
+    for r in fam:
+        r.update(status="stopped at t = 3e+08", t_reached=3e8)
+    out = tables.claim7_reading(fam)
+    assert out["status"] == "fail" and out["cause"]["code"] == "i"
+    assert out["error_over_bayes"] == [None] * 4
+
+
+def test_claim1_points_whose_flows_stopped_early_fail_with_cause_i():
+    pts = _points()
+    for r in pts:
+        r["flow"].update(status="stopped at t = 3e+08", t_reached=3e8)
+    out = tables.claim1_reading(pts)
+    assert out["status"] == "fail" and out["n_passed"] == 0
+    assert out["cause"]["code"] == "i"

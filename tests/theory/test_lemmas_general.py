@@ -237,7 +237,11 @@ def test_claim4_counts_only_general_proofs():
              "scope": "verified at (L, C) = (2, 2)"},
             {"name": "L9", "proved": True}]                     # an older record: no scope
     out = claim4(_summary(recs))
-    assert out["passed"]
+    # a lemma verified only at sizes is never a PASS (SPEC 6, item 4): cause (iv), naming it
+    assert not out["passed"] and out["status"] == "fail" and out["cause"]["code"] == "iv"
+    assert out["cause"]["why"].startswith("verified at sizes only, not for symbolic L, C: L4 "
+                                          "(verified at (L, C) = (2, 2)); L9 (sizes not "
+                                          "recorded)")
     assert out["measured"].startswith("1/3 proved in general (symbolic sizes)")
     assert "verified at sizes only: L4 (verified at (L, C) = (2, 2)); L9 (sizes not recorded)" \
         in out["measured"]
@@ -247,6 +251,7 @@ def test_claim4_counts_only_general_proofs():
     out = claim4(_summary(recs))
     assert not out["passed"] and "failed: L1" in out["measured"]
     assert out["values"]["n_general"] == 0
+    assert "cause" not in out            # a lemma that fails its checks is not cause (iv)
 
 
 def test_command_prints_the_scope_column(tmp_path):

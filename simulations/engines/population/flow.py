@@ -27,22 +27,28 @@ rule: when it demands a tolerance below ``TOL_FLOOR`` x the risk (the rounding l
 the flow stops there, with status ``stationary at t = ...``, and the limit class reads it as
 converged.
 
-The limit (:func:`limit_class`), decided from the records of the last decade (at least 3
-records), with u = b - c. When the decade before the horizon does not decide it (e.g. a late
-transient in which b falls back towards a while c keeps falling), the flow goes on past t_max,
-a record at a time, until the last decade decides or t reaches ``DECIDE_UNTIL`` (1e30); those
-records are kept apart (``FlowTrajectory.tail``), and every reading at the horizon uses the
-records up to t_max only:
+The horizon and the limit (SPEC section 6, one rule for every flow). A flow reaches its horizon
+when it was integrated to t_max (status ``ok``) or stopped at a stationary point (at rest, its
+state holds to the horizon); any other end (a solver failure, a non-finite value, an
+interruption) leaves it **censored**: its last state is never read as the state at the horizon
+(:attr:`FlowTrajectory.reached`), every time to a criterion is censored, and it has no limit
+class. The limit (:func:`limit_class`) is decided from the records of the last decade before
+the horizon, t >= t_max / 10 (at least ``MIN_RECORDS``), with u = b - c:
 
-- ``tie``: b = c at every one of these records, to 1e-12 relative (held by symmetry, e.g. from
-  uniform attention, a fixed point of the flow);
+- ``undetermined``: no class can be read: the flow did not reach its horizon, or its last decade
+  holds fewer than ``MIN_RECORDS`` records (the reason is given);
+- ``tie``: b = c at every one of these records, to ``TIE_RTOL`` relative (held by symmetry, e.g.
+  from uniform attention, a fixed point of the flow);
+- ``converged``: a stationary end, or every coordinate moved by <= ``STILL`` x (1 + |value|)
+  over the decade (a bounded stationary point; the speed at the horizon is reported);
 - ``association``: u > 0 at the horizon and its least-squares slope against ln t over the decade
   is >= ``SLOPE_MIN`` (b - c -> +infinity like ln t; the limit attention is block-uniform), with
   the limiting alpha (its value at the horizon and its change over the decade);
 - ``other sets``: u < 0 and the slope <= -``SLOPE_MIN`` (b - c -> -infinity);
-- ``converged``: a stationary end, or every coordinate moved by <= ``STILL`` x (1 + |value|) over
-  the decade (a bounded stationary point; the speed at the horizon is reported);
 - ``undecided``: none of these (still moving, not yet in an asymptotic regime).
+
+Every constant that decides a class is declared in SPEC section 6 ("Deciding constants") and a
+test compares the two.
 
 References
 ----------
@@ -64,6 +70,7 @@ from scipy.integrate import BDF, LSODA, Radau
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.invariant import attention_values, entry_counts
+from patchassoc.simulations.analysis import stats
 from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.population.exact import (
@@ -75,15 +82,19 @@ from patchassoc.simulations.runtime.results import save_folder
 
 __all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_reading",
            "limit_class", "flow_times", "T_MAX",
-           "PER_DECADE", "REL_BOUND", "RTOL", "ATOL", "COMPLETE_MAX", "SLOPE_MIN", "STILL",
-           "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR", "DECIDE_UNTIL",
-           "FLOW_VERSION"]
+           "T_MIN", "PER_DECADE", "REL_BOUND", "RTOL", "ATOL", "COMPLETE_MAX", "SLOPE_MIN", "STILL",
+           "classify_decade", "LIMIT_RULE", "record_times",
+           "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR", "MIN_RECORDS", "TIE_RTOL",
+           "FLOW_VERSION", "reached_horizon"]
 
 #: Version of the flow's numbers: studies put it in their cells' fingerprints, so that cells
 #: computed by an older engine are recomputed, never reused.
-FLOW_VERSION = "flow-4"
+FLOW_VERSION = "flow-5"
 #: Default horizon, in GD steps (SPEC section 6).
 T_MAX = 1e15
+#: The shortest horizon a flow accepts: below it the solver's step underflows (1e-200 ran
+#: forever in LSODA), and nothing moves that float64 records could show.
+T_MIN = 1e-9
 #: Records per decade of t (SPEC: >= 20).
 PER_DECADE = 20
 #: The certified bound on M grad R relative to |M grad R| (SPEC section 6).
@@ -93,8 +104,10 @@ RTOL = 1e-5
 ATOL = 1e-7
 #: Problems with at most this many multisets are enumerated completely (bound 0).
 COMPLETE_MAX = 200_000
-#: How far past the horizon the flow may go to decide its limit class (GD steps).
-DECIDE_UNTIL = 1e30
+#: Records of the last decade the limit class needs (fewer: undetermined).
+MIN_RECORDS = 3
+#: b = c to this relative level at every record of the last decade: a tie.
+TIE_RTOL = 1e-12
 #: Slope of b - c against ln t over the last decade from which b - c diverges.
 SLOPE_MIN = 0.05
 #: Relative move over the last decade below which every coordinate is still.
@@ -104,7 +117,7 @@ TOL_FLOOR = 1e-14
 #: The error criterion's factor on the Bayes error (claim 1).
 BAYES_FACTOR = 1.3
 #: The classes of a flow's limit (:func:`limit_class`).
-LIMIT_CLASSES = ("association", "other sets", "converged", "tie", "undecided")
+LIMIT_CLASSES = ("association", "other sets", "converged", "tie", "undecided", "undetermined")
 METHODS = {"LSODA": LSODA, "Radau": Radau, "BDF": BDF}
 #: Restarts of a failed solver (each with 10 x tighter tolerances) before the flow gives up.
 _RESTARTS = 3
@@ -155,11 +168,15 @@ class FlowTrajectory:
     diagonal: str
     D: int
     segments: list = field(default_factory=list, repr=False)
-    tail: dict = field(default_factory=dict, repr=False)
     restarts: list = field(default_factory=list)
 
     ARRAYS = ("t", "alpha", "a", "b", "c", "risk", "error", "bound", "rel_bound", "speed",
               "topc_rows", "share", "Pd", "Qs", "R")
+
+    @property
+    def reached(self) -> bool:
+        """Whether the flow reached its horizon (:func:`reached_horizon`)."""
+        return reached_horizon(self.status, self.t_reached, self.t_max)
 
     def at(self, t: float) -> np.ndarray:
         """(alpha, a, b, c) at time ``t`` (GD steps) from the solver's dense output."""
@@ -172,12 +189,38 @@ class FlowTrajectory:
         return np.asarray(self.segments[k][2](s), dtype=np.float64)
 
 
+def record_times(t_max: float, per_decade: int = PER_DECADE) -> np.ndarray:
+    """The times a flow records: t = 0, then log-spaced from t = 1 to ``t_max``, ``per_decade``
+    a decade, ``t_max`` included (just t = 0 and ``t_max`` when ``t_max`` <= 1)."""
+    hi = math.log10(t_max) if t_max > 1 else 0.0
+    n = max(1, int(math.ceil(hi * per_decade)))
+    # 10 ** x by the C library's scalar pow, not NumPy's vectorized one (whose bits depend on
+    # the CPU): the record times are the times the solver is asked for
+    pts = (np.array([10.0 ** float(x) for x in np.linspace(0.0, hi, n + 1)]) if t_max > 1
+           else np.array([]))
+    pts = np.unique(np.concatenate([pts, [t_max]]))
+    return np.concatenate([[0.0], pts[(pts > 0.0) & (pts <= t_max)]])
+
+
+def reached_horizon(status: str, t_reached: float | None, t_max: float) -> bool:
+    """The one rule for every flow (SPEC section 6): a flow reached its horizon when it was
+    integrated to ``t_max`` (status ``"ok"`` and its last record at t_max), or when it stopped
+    at a stationary point (status ``"stationary at t = ..."``: at rest, its state holds to the
+    horizon). Any other end (a solver failure, a non-finite value, an interruption, a stop) is
+    censored: its last state is not the state at the horizon."""
+    status = str(status)
+    if status.startswith("stationary"):
+        return True
+    return bool(status == "ok" and t_reached is not None and math.isfinite(float(t_reached))
+                and float(t_reached) >= float(t_max))
+
+
 def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                     coords0: Sequence[float], *, eta_v: float, eta_Q: float,
                     t_max: float = T_MAX, per_decade: int = PER_DECADE,
                     diagonal: str = "fixed", rel_bound: float = REL_BOUND,
                     rtol: float = RTOL, atol: float = ATOL, method: str = "LSODA",
-                    complete_max: int = COMPLETE_MAX, decide_until: float | None = DECIDE_UNTIL,
+                    complete_max: int = COMPLETE_MAX,
                     max_configurations: int = MAX_CONFIGURATIONS, progress: bool = False,
                     desc: str = "flow") -> FlowTrajectory:
     """The gradient flow d theta / dt = -M grad R from (alpha0, a0, b0, c0) to ``t_max``.
@@ -195,17 +238,13 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         (``restarts`` records where and why).
     method : ``"LSODA"``, ``"Radau"`` or ``"BDF"``.
     complete_max : enumerate completely up to this many multisets, else truncate.
-    decide_until : when the last decade before the horizon does not decide the limit class,
-        the flow goes on past t_max, a decade at a time, until it does or reaches this time
-        (``None``: never past t_max). Those records are kept apart (``tail``): every reading at
-        the horizon, and the times to each criterion, use the records up to t_max only.
 
     Returns
     -------
     FlowTrajectory
         ``status`` is ``"ok"``, ``"stationary at t = ..."``, ``"solver failed at t = ..."``,
         ``"non-finite at t = ..."`` or ``"interrupted at t = ..."``; what was recorded up to then
-        is kept. ``tail`` holds the records past t_max made to decide the limit class.
+        is kept (:attr:`FlowTrajectory.reached` says whether the horizon was reached).
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
     if diagonal not in ("trained", "fixed"):
@@ -213,8 +252,8 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
     if method not in METHODS:
         raise ValueError(f"method must be one of {sorted(METHODS)}, got {method!r}")
     t_max = float(t_max)
-    if not (math.isfinite(t_max) and t_max > 0):
-        raise ValueError(f"t_max must be a positive finite number of steps, got {t_max!r}")
+    if not (math.isfinite(t_max) and t_max >= T_MIN):
+        raise ValueError(f"t_max must be a finite number of steps >= {T_MIN:g}, got {t_max!r}")
     if isinstance(per_decade, bool) or int(per_decade) != per_decade or per_decade < 1:
         raise ValueError(f"per_decade must be an integer >= 1, got {per_decade!r}")
     for name, v in (("eta_v", eta_v), ("eta_Q", eta_Q), ("rtol", rtol), ("atol", atol),
@@ -275,26 +314,9 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
             raise FloatingPointError("non-finite gradient")
         return math.exp(s) * v           # d theta / ds = (1 + t) d theta / dt
 
-    def grid(t_from: float, t_to: float) -> np.ndarray:
-        """Log-spaced record times in (t_from, t_to], ``per_decade`` a decade, t_to included."""
-        lo = math.log10(max(t_from, 1.0))
-        hi = math.log10(t_to) if t_to > 1 else 0.0
-        n = max(1, int(math.ceil((hi - lo) * per_decade)))
-        # 10 ** x by the C library's scalar pow, not NumPy's vectorized one (whose bits depend
-        # on the CPU): the record times are the times the solver is asked for
-        pts = (np.array([10.0 ** float(x) for x in np.linspace(lo, hi, n + 1)]) if t_to > 1
-               else np.array([]))
-        pts = np.unique(np.concatenate([pts, [t_to]]))
-        return pts[(pts > t_from) & (pts <= t_to)]
-
-    t_rec = np.concatenate([[0.0], grid(0.0, t_max)])
-    n_main = len(t_rec)                  # records up to the horizon; the rest decide the limit
-    t_end = max(float(decide_until), t_max) if decide_until else t_max
-    if t_end > t_max:
-        t_rec = np.concatenate([t_rec, grid(t_max, t_end)])
+    t_rec = record_times(t_max, per_decade)
     s_rec = np.array([math.log1p(float(x)) for x in t_rec])
     rows: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
-    tail: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
 
     def record(t, y, into):
         v, ev, rel = evaluate(y)
@@ -309,24 +331,18 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                        ("Pd", Pd), ("Qs", Qs), ("R", R)):
             into[k].append(val)
 
-    def decided() -> bool:
-        """Past the horizon: stop once the last decade of records decides the limit."""
-        both = {k: np.asarray(rows[k] + tail[k], dtype=np.float64) for k in ("t", "alpha", "a",
-                                                                            "b", "c")}
-        return _classify(both, "ok")["class"] != "undecided"
-
     t0 = time.perf_counter()
     status, s_now, steps = "ok", 0.0, 0
     segments: list = []
     restarts: list = []
-    bar = progress_bar(total=n_main, desc=desc, enable=progress)
+    bar = progress_bar(total=len(t_rec), desc=desc, enable=progress)
     try:
         record(0.0, y0, rows)
         bar.update(1)
-        nxt, done = 1, False
+        nxt = 1
         tols = [rtol, atol]
         solver = METHODS[method](rhs, 0.0, y0, float(s_rec[-1]), rtol=rtol, atol=atol)
-        while solver.status == "running" and nxt < len(t_rec) and not done:
+        while solver.status == "running" and nxt < len(t_rec):
             with warnings.catch_warnings():
                 # a failing LSODA warns before it fails; the failure is handled just below
                 warnings.filterwarnings("ignore", message="lsoda", category=UserWarning)
@@ -346,15 +362,11 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
             dense = solver.dense_output()
             segments.append((float(solver.t_old), float(solver.t), dense))
             s_now = float(solver.t)
-            while nxt < len(t_rec) and s_rec[nxt] <= s_now and not done:
+            while nxt < len(t_rec) and s_rec[nxt] <= s_now:
                 y = dense(float(s_rec[nxt])) if s_rec[nxt] < s_now else solver.y
-                record(float(t_rec[nxt]), np.asarray(y, dtype=np.float64),
-                       rows if nxt < n_main else tail)
+                record(float(t_rec[nxt]), np.asarray(y, dtype=np.float64), rows)
                 nxt += 1
-                if nxt <= n_main:
-                    bar.update(1)
-                if nxt >= n_main:
-                    done = decided()
+                bar.update(1)
     except _Stationary:
         status = f"stationary at t = {math.expm1(s_now):.3g}"
     except FloatingPointError:
@@ -378,67 +390,69 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                           solver_steps=steps, max_rel_bound=float(state["max_rel"]),
                           complete=bool(complete), method=method, rtol=float(rtol),
                           atol=float(atol), seconds=time.perf_counter() - t0,
-                          diagonal=diagonal, D=D, segments=segments, tail=arrays_of(tail),
-                          restarts=restarts)
-
-
-def _slope(x: np.ndarray, y: np.ndarray) -> float:
-    x = x - x.mean()
-    den = fixed_order.dot(x, x)
-    return fixed_order.dot(x, y - y.mean()) / den if den > 0 else 0.0
+                          diagonal=diagonal, D=D, segments=segments, restarts=restarts)
 
 
 def limit_class(tr: FlowTrajectory) -> dict:
-    """The limit of a flow, from the records of its last decade: the records up to the horizon
-    and those the flow made past it to decide (``tr.tail``). Module notes: the rule, and what
-    each class means.
+    """The limit of a flow, from the records of its last decade before the horizon (module
+    notes: the rule, and what each class means).
 
     Returns
     -------
     dict
-        ``class`` (one of :data:`LIMIT_CLASSES`), ``decided_at`` (the last record used),
-        ``slope_bc`` (d(b - c)/d ln t over the last decade), ``gap_bc`` (b - c there),
-        ``alpha`` and ``alpha_change`` (its move over the decade), ``max_move`` (the largest
-        relative move of a coordinate over the decade), the attention values (Pd, Qs, R) and the
-        speed at the last record, ``records`` used and ``rule`` (the rule in words).
+        ``class`` (one of :data:`LIMIT_CLASSES`), ``reason`` (why it is ``undetermined``, else
+        ``None``), ``decided_at`` (the last record used), ``slope_bc`` (d(b - c)/d ln t over the
+        last decade), ``gap_bc`` (b - c there), ``alpha`` and ``alpha_change`` (its move over
+        the decade), ``max_move`` (the largest relative move of a coordinate over the decade),
+        the attention values (Pd, Qs, R) and the speed at the last record, ``records`` used and
+        ``rule`` (the rule in words).
     """
     keys = ("t", "alpha", "a", "b", "c", "Pd", "Qs", "R", "speed")
-    tail = tr.tail or {}
-    both = {k: np.concatenate([np.asarray(getattr(tr, k), dtype=np.float64),
-                               np.asarray(tail.get(k, []), dtype=np.float64)]) for k in keys}
-    return _classify(both, tr.status)
+    series = {k: np.asarray(getattr(tr, k), dtype=np.float64) for k in keys}
+    return classify_decade(series, tr.status, reached=tr.reached)
 
 
-def _classify(r: dict, status: str) -> dict:
-    t = r["t"]
-    out = {"class": "undecided", "decided_at": None, "slope_bc": None, "gap_bc": None,
-           "alpha": None, "alpha_change": None, "max_move": None, "Pd": None, "Qs": None,
-           "R": None, "speed": None, "records": 0,
-           "rule": (f"last decade of records (past the horizon when it alone does not decide, up "
-                    f"to {DECIDE_UNTIL:g} steps): b = c throughout (1e-12 rel.) -> tie; b - c > 0 "
-                    f"with slope vs ln t >= {SLOPE_MIN:g} -> association; b - c < 0 with slope "
-                    f"<= -{SLOPE_MIN:g} -> other sets; a stationary end or every coordinate "
-                    f"still to {STILL:g} (1 + |x|) -> converged; else undecided")}
-    if t.size == 0:
+#: The limit rule in words (:func:`limit_class`).
+LIMIT_RULE = (f"the last decade of records before the horizon (>= {MIN_RECORDS} records; a flow "
+              f"that did not reach its horizon has none: undetermined): b = c throughout "
+              f"({TIE_RTOL:g} rel.) -> tie; a stationary end -> converged; b - c > 0 with slope "
+              f"vs ln t >= {SLOPE_MIN:g} -> association; b - c < 0 with slope <= "
+              f"-{SLOPE_MIN:g} -> other sets; every coordinate still to {STILL:g} (1 + |x|) -> "
+              f"converged; else undecided")
+
+
+def classify_decade(r: dict, status: str, *, reached: bool) -> dict:
+    """:func:`limit_class` on arrays: ``r`` holds ``t``, ``alpha``, ``a``, ``b``, ``c`` (and
+    optionally ``Pd``, ``Qs``, ``R``, ``speed``) over the records up to the horizon; ``reached``
+    is the flow's :func:`reached_horizon`."""
+    t = np.asarray(r["t"], dtype=np.float64)
+    out = {"class": "undetermined", "reason": None, "decided_at": None, "slope_bc": None,
+           "gap_bc": None, "alpha": None, "alpha_change": None, "max_move": None, "Pd": None,
+           "Qs": None, "R": None, "speed": None, "records": 0, "rule": LIMIT_RULE}
+    if not reached:
+        out["reason"] = f"the flow did not reach its horizon ({status})"
         return out
-    end = t[-1]
+    end = float(t[-1]) if t.size else 0.0
     last = np.flatnonzero(t >= end / 10.0) if end > 0 else np.arange(t.size)
-    if last.size < 3:
-        last = np.arange(max(0, t.size - 3), t.size)
-    ys = np.stack([r["alpha"][last], r["a"][last], r["b"][last], r["c"][last]])
-    u = r["b"][last] - r["c"][last]
+    if last.size < MIN_RECORDS:
+        out["reason"] = (f"{last.size} record(s) in the last decade before the horizon "
+                         f"t = {end:.3g}; the rule needs {MIN_RECORDS}")
+        return out
+    ys = np.stack([np.asarray(r[k], dtype=np.float64)[last] for k in ("alpha", "a", "b", "c")])
+    b, c = ys[2], ys[3]
+    u = b - c
     lnt = np.array([math.log1p(float(x)) for x in t[last]])
-    slope = _slope(lnt, u) if last.size >= 2 else 0.0
+    slope = stats.slope(lnt, u)
     move = float(np.max(np.abs(ys[:, -1] - ys[:, 0]) / (1.0 + np.abs(ys[:, -1]))))
-    out.update(decided_at=float(end), slope_bc=slope, gap_bc=float(u[-1]),
-               alpha=float(r["alpha"][-1]), alpha_change=float(r["alpha"][-1] -
-                                                               r["alpha"][last[0]]),
-               max_move=move, records=int(last.size),
-               **{k: (float(r[k][-1]) if k in r else None) for k in ("Pd", "Qs", "R", "speed")})
-    scale = 1.0 + np.abs(r["b"][last]) + np.abs(r["c"][last])
-    if np.all(np.abs(u) <= 1e-12 * scale):
+    out.update(decided_at=end, slope_bc=slope, gap_bc=float(u[-1]), alpha=float(ys[0, -1]),
+               alpha_change=float(ys[0, -1] - ys[0, 0]), max_move=move,
+               records=int(last.size),
+               **{k: (float(np.asarray(r[k])[-1]) if k in r else None)
+                  for k in ("Pd", "Qs", "R", "speed")})
+    scale = 1.0 + np.abs(b) + np.abs(c)
+    if np.all(np.abs(u) <= TIE_RTOL * scale):
         out["class"] = "tie"
-    elif status.startswith("stationary"):
+    elif str(status).startswith("stationary"):
         out["class"] = "converged"
     elif u[-1] > 0 and slope >= SLOPE_MIN:
         out["class"] = "association"
@@ -446,17 +460,22 @@ def _classify(r: dict, status: str) -> dict:
         out["class"] = "other sets"
     elif move <= STILL:
         out["class"] = "converged"
+    else:
+        out["class"] = "undecided"
     return out
 
 
 def flow_times(tr: FlowTrajectory, bayes: float, eps: float = 0.1,
                factor: float = BAYES_FACTOR) -> dict:
     """The time to each criterion along the flow's records (:mod:`~patchassoc.simulations.engines.criteria`): Def. 2.2 in every
-    row, share >= 1 - eps, error <= ``factor`` x Bayes + the record's certified bound."""
+    row, share >= 1 - eps, error <= ``factor`` x Bayes + the record's certified bound. A flow
+    that did not reach its horizon has every criterion censored (it is not known to hold up to
+    the horizon)."""
     if tr.t.size == 0:
         raise ValueError("the flow recorded nothing")
     return times_to_criteria(tr.t, topc=tr.topc_rows == tr.D, share=tr.share, error=tr.error,
-                             error_limit=factor * bayes + tr.bound, eps=eps)
+                             error_limit=factor * bayes + tr.bound, eps=eps,
+                             reached=tr.reached)
 
 
 def flow_reading(tr: FlowTrajectory, bayes: float, eps: float = 0.1) -> dict:
@@ -470,6 +489,7 @@ def flow_reading(tr: FlowTrajectory, bayes: float, eps: float = 0.1) -> dict:
     err = end["error"]
     return {
         "status": tr.status, "t_max": tr.t_max, "t_reached": tr.t_reached,
+        "reached": tr.reached,
         "horizon": {**end, "topc_rows": rows, "topc": rows == tr.D if has else None,
                     "error_over_bayes": err / bayes if has and bayes > 0 else None,
                     "gap_bc": end["b"] - end["c"] if has else None},
@@ -477,7 +497,7 @@ def flow_reading(tr: FlowTrajectory, bayes: float, eps: float = 0.1) -> dict:
         "times": flow_times(tr, bayes, eps=eps) if has else None,
         "eps": eps, "bayes_error": float(bayes), "D": tr.D, "diagonal": tr.diagonal,
         "evaluations": tr.evaluations, "solver_steps": tr.solver_steps,
-        "records": int(tr.t.size), "records_past_horizon": int(len((tr.tail or {}).get("t", []))),
+        "records": int(tr.t.size),
         "complete": tr.complete,
         "max_rel_bound": tr.max_rel_bound, "rel_bound_rule": REL_BOUND,
         "max_bound": float(np.max(tr.bound)) if has else None,
@@ -505,7 +525,6 @@ class FlowResult:
         """config.json, metrics.json (the summary) and arrays.npz (the records, the sets)."""
         t = self.trajectory
         arrays = {k: getattr(t, k) for k in FlowTrajectory.ARRAYS}
-        arrays.update({f"tail_{k}": v for k, v in (t.tail or {}).items()})
         arrays["sets"] = self.structure.sets
         return save_folder(folder, self.config.to_dict(), self.summary(), arrays)
 

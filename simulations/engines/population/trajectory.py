@@ -337,7 +337,9 @@ class PopulationResult:
             times = times_to_criteria(t.steps, topc=t.topc_rows == self.config.D,
                                       share=t.share, error=t.error,
                                       error_limit=TIME_BAYES_FACTOR * self.bayes_error + t.bound,
-                                      eps=ASSOCIATION_EPS)
+                                      eps=ASSOCIATION_EPS,
+                                      reached=not t.status.startswith(("non-finite",
+                                                                       "interrupted")))
         return {
             "status": t.status,
             "steps": int(t.steps_done),

@@ -10,10 +10,11 @@ mirrors SPEC section 6 item 5 and is checked against it by a test):
 2. Upstream. For each upstream seed s + u (u = 0..U-1, s the run's seed) the upstream model is
    trained with :func:`patchassoc.simulations.engines.sampled_descent.train` on the run's config
    with the diagonal fixed (claim 2's run); saved under ``<out>/pretrained/u<u>`` and reused by
-   later runs. In a reproduction they come from the ``seeds`` step, which trains the same runs
-   (claim 2's seeds s..s+9 hold the upstream seeds s..s+4) to its horizon and saves each one's
-   state at the budget step, the same numbers as a run stopped there: the upstream stays
-   claim 2's pre-registered run of the config's steps.
+   later runs. In a reproduction with ``--budget-readings`` they come from the ``seeds`` step
+   when it has them, which trains the same runs (claim 2's seeds s..s+9 hold the upstream seeds
+   s..s+4) to its horizon H and saves each one's state at the budget step, the same numbers as
+   a run stopped there; otherwise they are trained here. Either way the upstream stays claim
+   2's pre-registered run of the config's steps.
 3. Sweep. For each upstream run, each method (pretrained attention frozen; identity, uniform,
    initial Q0 and wrong-partition attention frozen; v and Q trained jointly from scratch), each N of
    the grid and each of the K downstream seeds, v is trained from a fresh small start and its test
@@ -38,6 +39,7 @@ SPEC section 6, claim 5; :mod:`patchassoc.simulations.studies.claim5_transfer`.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import fields
@@ -45,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.theory.config import Config
 
 from patchassoc.simulations.runtime.progress import notice
@@ -318,8 +321,7 @@ def _diagnostics(index: dict, n_up: int, n_down: int, Ns) -> dict:
 
 
 # -- claim 5 -------------------------------------------------------------------------------------
-def _num(x) -> str:
-    return "n/a" if x is None else (f"{x:.3g}" if math.isfinite(x) else "inf")
+_num = functools.partial(num, spec=".3g", nonfinite="inf")  # the shared formatting
 
 
 def claim5(summary: dict) -> dict:
@@ -382,8 +384,9 @@ def claim5(summary: dict) -> dict:
 
 def reproduce(out_dir: Path, config: Config, seed: int, quick: bool, progress: bool) -> Outcome:
     """Reproduction step: the transfer study into ``out_dir``, reusing the upstream runs that the
-    reproduction's ``seeds`` step already trained (claim 2's runs: the same config and seeds),
-    when they are the same runs."""
+    reproduction's ``seeds`` step trained (claim 2's GD runs: the same config and seeds) when
+    they are there and are the same runs (``reproduce --budget-readings``), else training them
+    (claim 5's pre-registered upstream is claim 2's 600-step run, unchanged)."""
     out_dir = Path(out_dir)
     return Outcome(run_study(config, seed, out_dir, quick=quick, progress=progress,
                              reuse=(out_dir.parent / "seeds" / "seeds",)),
@@ -467,6 +470,6 @@ def readings(s: dict) -> dict[str, str]:
 
 
 STUDY = Study(
-    name="transfer", claim="5", verdict=verdict, readings=readings, inputs=("seeds",),
+    name="transfer", claim="5", verdict=verdict, readings=readings,
     what="downstream sample complexity against baselines", run=reproduce, cost=300,
-    kernels=("sampled",), figures=("transfer",))
+    kernels=("sampled",), figures=("transfer",), statement=CLAIM)

@@ -13,15 +13,18 @@ SPEC section 6 (robustness: the table and its reading).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
 import numpy as np
 
-from patchassoc.simulations.studies import claim1_grid, claim2_seeds, claim7_scaling
+from patchassoc.simulations.analysis.formatting import num
+from patchassoc.simulations.engines.population.flow import T_MAX, reached_horizon
 from patchassoc.simulations.studies.robustness.variants import (
     CLAIM3_NOTE, FAMILY_KS, REFERENCE, REFERENCE_POINT, STALL_ALPHA, SUBGRID_MAX_D, Variant,
     same_limit)
+from patchassoc.simulations.studies.common import horizon_rule, scaling_family, seed_rule
 from patchassoc.simulations.studies.verdicts import CAUSES
 
 __all__ = ["claim1_reading", "claim7_reading", "claim2_reading", "variant_reading", "table",
@@ -60,9 +63,9 @@ def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
     recs = list(recs)
     if not recs:
         return {"status": "not run"}
-    gs = claim1_grid.grid_summary(recs, reference=REFERENCE_POINT, quick=preview,
+    gs = horizon_rule.grid_summary(recs, reference=REFERENCE_POINT, quick=preview,
                                   max_D=SUBGRID_MAX_D)
-    cause = None if gs["passed"] else claim1_grid.grid_cause(gs)
+    cause = None if gs["passed"] else horizon_rule.grid_cause(gs)
     ref_by = {(r["L"], r["C"], r["d"]): r for r in ref_recs}
     same, ratios = [], []
     for r in recs:
@@ -108,6 +111,18 @@ def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
                                       for r in recs))}
 
 
+def _at_horizon(rec: dict) -> dict:
+    """A family record read by the one rule of the horizon (:func:`~patchassoc.simulations.engines.population.flow.reached_horizon`),
+    whatever the record says: a flow that stopped early is not reached and not settled."""
+    hz = rec.get("horizon") or {}
+    if rec.get("reached") and not reached_horizon(str(rec.get("status")),
+                                                  rec.get("t_reached", hz.get("t")),
+                                                  rec.get("t_max") or T_MAX):
+        return dict(rec, reached=False, settled=False,
+                    reason=f"the flow did not reach its horizon ({rec.get('status')})")
+    return rec
+
+
 def claim7_reading(recs: Sequence[dict]) -> dict:
     """Claim 7 for one variant from its family records (:func:`~.runs.family_cell`), by claim 7's rule:
     the local exponent of the certified upper ends increases at every pair and rises by
@@ -115,28 +130,27 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
     q) fail it; the Bayes error passes it, else no verdict. The cause of a FAIL: (iii) a control
     passes; (i) a flow not certified or not settled, with its trend; (ii) the settled limits fail
     the rule."""
-    recs = sorted(recs, key=lambda r: r["d"])
+    recs = [_at_horizon(r) for r in sorted(recs, key=lambda r: r["d"])]
     if not recs:
         return {"status": "not run"}
     ds = [r["d"] for r in recs]
     ehigh = [r.get("error_high") if r.get("reached") else None for r in recs]
-    omega = claim7_scaling.omega_test
+    omega = scaling_family.omega_test
     tests = {"flow": omega(ds, ehigh), "identity": omega(ds, [r["sign_of_sum"] for r in recs]),
              "bayes": omega(ds, [r["bayes"] for r in recs])}
     tests["uniform"] = tests["identity"]      # sign f = sign T for both: the same errors
     reasons = []
     if len(recs) < len(FAMILY_KS):
         reasons.append(f"{len(recs)} of the {len(FAMILY_KS)} declared points")
-    missing = [r["d"] for r in recs if not r.get("reached")]
-    if missing:
-        reasons.append(f"flow not certified at d = {missing}")
+    # a declared point whose flow did not reach its horizon or was not certified is not a
+    # reason for no verdict: it fails the claim, cause (i) (its record is not settled)
     if not tests["bayes"]["passed"]:
         reasons.append("the Bayes error itself fails the test on this range")
     control_passes = bool(tests["identity"]["passed"])
     rule = bool(tests["flow"]["passed"]) and not control_passes
     cause = None
     if not rule:
-        unsettled = [r for r in recs if not r.get("settled")]
+        unsettled = [r for r in recs if not (r.get("reached") and r.get("settled"))]
         if control_passes:
             cause = _cause("iii", f"identity and uniform attention pass the rule (exponents "
                                   f"{_exps(tests['identity'])})")
@@ -147,8 +161,8 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
             if stuck:
                 why += "; besides, settled at a limit other than association: " + ", ".join(
                     f"d = {r['d']} ({r['limit']}, alpha "
-                    f"{_fmt((r.get('horizon') or {}).get('alpha'), '.3g')}, error "
-                    f"{_fmt(r['error_high'] / r['bayes'], '.3g')} x Bayes)" for r in stuck)
+                    f"{num((r.get('horizon') or {}).get('alpha'), '.3g')}, error "
+                    f"{num(r['error_high'] / r['bayes'], '.3g')} x Bayes)" for r in stuck)
             cause = _cause("i", why)
         else:
             ex = tests["flow"]
@@ -156,7 +170,7 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
                                  f"{', '.join(str(r['limit']) for r in recs)}); the certified "
                                  f"errors' exponents {_exps(ex)} "
                                  + ("are not increasing at every pair" if not ex["increasing"]
-                                    else f"rise by {_fmt(ex['rise'])} < {ex['min_rise']}"))
+                                    else f"rise by {num(ex['rise'], '.2f')} < {ex['min_rise']}"))
     status = ("pass" if rule else "fail") if not reasons else "no verdict"
     return {"status": status, "passed": status == "pass", "rule_holds": rule,
             "reasons": reasons, "ds": ds, "tests": tests,
@@ -171,22 +185,19 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
             "flow_cpu_seconds": float(sum(r.get("cpu_seconds", 0.0) for r in recs))}
 
 
-def _fmt(x, spec=".2f") -> str:
-    return "n/a" if x is None else format(float(x), spec)
-
-
 def _exps(test: dict) -> str:
-    return "[" + ", ".join(_fmt(x) for x in test.get("exponents") or []) + "]"
+    return "[" + ", ".join(num(x, '.2f') for x in test.get("exponents") or []) + "]"
 
 
 def _unsettled_text(r: dict) -> str:
     if not r.get("reached"):
-        return f"d = {r['d']}: not certified ({r.get('reason') or r.get('status')})"
+        return (f"d = {r['d']}: no certified reading at the horizon "
+                f"({r.get('reason') or r.get('status')})")
     tr = r.get("trend") or {}
     return (f"d = {r['d']}: flow {r['status']}, class {r['limit']}, error "
-            f"{_fmt(tr.get('error_from', 0) / r['bayes'], '.4g')} -> "
-            f"{_fmt(tr.get('error_to', 0) / r['bayes'], '.4g')} x Bayes over the last decade "
-            f"(tol(d) = {_fmt(r.get('tol', 0) / r['bayes'], '.0e')} x Bayes)")
+            f"{num(tr.get('error_from', 0) / r['bayes'], '.4g')} -> "
+            f"{num(tr.get('error_to', 0) / r['bayes'], '.4g')} x Bayes over the last decade "
+            f"(tol(d) = {num(r.get('tol', 0) / r['bayes'], '.0e')} x Bayes)")
 
 
 def claim2_reading(recs: Sequence[dict]) -> dict:
@@ -197,8 +208,8 @@ def claim2_reading(recs: Sequence[dict]) -> dict:
     recs = sorted(recs, key=lambda r: r["seed"])
     if not recs:
         return {"status": "not run"}
-    s = claim2_seeds.seeds_summary(recs, quick=True)
-    cause = claim2_seeds.cause_of(s, [])
+    s = seed_rule.seeds_summary(recs, quick=True)
+    cause = seed_rule.cause_of(s, [])
     return {"status": "reading", "n_seeds": s["n_seeds"], "n_passed": s["n_passed"],
             "seeds": [r["seed"] for r in recs], "wilson": s["wilson"],
             "times": s["times"], "failed_seeds": s["failed_seeds"],
@@ -226,8 +237,7 @@ def variant_reading(variant: Variant, points: Sequence[dict], family: Sequence[d
             "claim2": claim2_reading(seeds), "claim7": c7}
 
 
-def _tsec(x) -> str:
-    return "n/a" if x is None else f"{x:.2g}"
+_tsec = functools.partial(num, spec=".2g")  # the shared formatting
 
 
 def _cell1(c: dict) -> tuple[str, str]:
@@ -255,7 +265,7 @@ def _cell2(c: dict) -> tuple[str, str]:
 def _cell7(c: dict) -> tuple[str, str]:
     if c.get("status") == "not run":
         return "not run", ""
-    key = f"rise {_fmt(c.get('rise'))}, exponents {_exps(c['tests']['flow'])}"
+    key = f"rise {num(c.get('rise'), '.2f')}, exponents {_exps(c['tests']['flow'])}"
     if c["status"] == "fail" and c.get("cause"):
         return f"FAIL ({c['cause']['code']})", key
     return {"pass": "PASS", "fail": "FAIL", "no verdict": "no verdict",

@@ -100,7 +100,9 @@ def _synthetic(t, b, c, alpha=None, status="ok"):
     return FlowTrajectory(t=np.asarray(t, float), alpha=alpha, a=np.ones(n), b=np.asarray(b, float),
                           c=np.asarray(c, float), risk=z + 1, error=z, bound=z, rel_bound=z,
                           speed=z, topc_rows=np.zeros(n, int), share=z, Pd=z, Qs=z, R=z,
-                          status=status, t_reached=float(t[-1]), t_max=float(t[-1]),
+                          status=status, t_reached=float(t[-1]),
+                          t_max=float(t[-1]) if status in ("ok",) or status.startswith(
+                              "stationary") else 1e15,
                           evaluations=0, solver_steps=0, max_rel_bound=0.0, complete=True,
                           method="LSODA", rtol=1e-6, atol=1e-8, seconds=0.0, diagonal="fixed",
                           D=16)
@@ -122,15 +124,124 @@ def test_the_limit_class_reads_the_last_decade(b, c, status, expected):
     assert out["records"] == 21
 
 
+def expected_class(t, alpha, a, b, c, status="ok", reached=True):
+    """The limit rule of SPEC section 6, written again from its text (np.polyfit for the slope),
+    so that a reading can be checked against what its records imply."""
+    from patchassoc.simulations.engines.population import flow as F
+    t = np.asarray(t, float)
+    if not reached:
+        return "undetermined"
+    sel = t >= t[-1] / 10
+    if sel.sum() < F.MIN_RECORDS:
+        return "undetermined"
+    ys = [np.asarray(x, float)[sel] for x in (alpha, a, b, c)]
+    u = ys[2] - ys[3]
+    if np.all(np.abs(u) <= F.TIE_RTOL * (1 + np.abs(ys[2]) + np.abs(ys[3]))):
+        return "tie"
+    if status.startswith("stationary"):
+        return "converged"
+    slope = np.polyfit(np.log1p(t[sel]), u, 1)[0]
+    if u[-1] > 0 and slope >= F.SLOPE_MIN:
+        return "association"
+    if u[-1] < 0 and slope <= -F.SLOPE_MIN:
+        return "other sets"
+    if max(abs(y[-1] - y[0]) / (1 + abs(y[-1])) for y in ys) <= F.STILL:
+        return "converged"
+    return "undecided"
+
+
+def expected_time(t, holds):
+    """The first record after the last one where the criterion fails (None: fails at the end)."""
+    holds = list(holds)
+    if not holds[-1]:
+        return None
+    fails = [i for i, h in enumerate(holds) if not h]
+    return float(t[fails[-1] + 1] if fails else t[0])
+
+
 def test_the_reading_holds_the_horizon_the_limit_and_the_times():
-    r = run_flow(preset("ref", L=2, C=2, d=64, diagonal="fixed"), t_max=1e6)
-    s = r.summary()
-    assert s["horizon"]["t"] == 1e6 and s["limit"]["class"] in ("association", "other sets",
-                                                                  "converged", "tie", "undecided")
+    """The reading says what its records imply: the class by the rule written again here, the
+    time to 1.3 x Bayes as the record after the last failing one."""
+    cfg = preset("ref", L=2, C=2, d=64, diagonal="fixed")
+    r = run_flow(cfg, t_max=1e6)
+    tr, s = r.trajectory, r.summary()
+    assert s["horizon"]["t"] == 1e6 and s["reached"] and tr.reached
+    assert s["limit"]["class"] == expected_class(tr.t, tr.alpha, tr.a, tr.b, tr.c, tr.status)
     assert set(s["times"]) >= {"def22", "share", "error", "all"}
     assert s["solver"]["rtol"] > 0 and s["evaluations"] > 0
-    t = s["times"]["error"]
-    assert t["censored"] or t["time"] <= 1e6
+    holds = np.isfinite(tr.error) & (tr.error <= 1.3 * r.bayes_error + tr.bound)
+    assert s["times"]["error"]["time"] == expected_time(tr.t, holds)
+    assert s["times"]["error"]["censored"] == (expected_time(tr.t, holds) is None)
+
+
+def test_the_class_is_read_at_the_horizon_and_on_no_record_past_it():
+    """At t_max = 30 the ref flow has barely started to move b - c: the class is read on the
+    records up to 30 (SPEC section 6, reading (a) of issue 35), and none is made past it."""
+    cfg = preset("ref", diagonal="fixed")
+    tr = population_flow(*_args(cfg), eta_v=cfg.eta_v, eta_Q=cfg.eta_Q, t_max=30.0)
+    assert tr.t[-1] == 30.0 and tr.reached and not hasattr(tr, "tail")
+    got = limit_class(tr)
+    assert got["class"] == expected_class(tr.t, tr.alpha, tr.a, tr.b, tr.c) == "undecided"
+    assert got["decided_at"] == 30.0 and got["reason"] is None
+
+
+def _failing_solver(monkeypatch, after: int):
+    """LSODA that fails at every step after the first ``after`` steps of each start, so the
+    restarts are used up and the flow stops early."""
+    from patchassoc.simulations.engines.population import flow as F
+    real = F.METHODS["LSODA"]
+
+    class Fails(real):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self._n = 0
+
+        def step(self):
+            self._n += 1
+            if self._n > after:
+                self.status = "failed"
+                return "injected failure"
+            return super().step()
+
+    monkeypatch.setitem(F.METHODS, "LSODA", Fails)
+
+
+def test_a_flow_that_stopped_early_is_censored_never_read_at_its_horizon(monkeypatch):
+    """A solver failure stops the flow at t < t_max: not reached, class undetermined with the
+    reason, every time censored (stopped), though Def. 2.2 held at the last record."""
+    _failing_solver(monkeypatch, after=120)
+    tr = population_flow(*_args(), eta_v=REF.eta_v, eta_Q=REF.eta_Q, t_max=1e15)
+    assert tr.status.startswith("solver failed") and tr.t[-1] < 1e15 and not tr.reached
+    assert tr.topc_rows[-1] == 16                          # it held where the flow stopped...
+    got = limit_class(tr)
+    assert got["class"] == "undetermined" and "did not reach its horizon" in got["reason"]
+    reading = flow_reading(tr, 0.01)
+    assert reading["reached"] is False and reading["limit"]["class"] == "undetermined"
+    for crit in ("def22", "share", "error", "all"):     # ...but it is not known at the horizon
+        assert reading["times"][crit]["censored"] and reading["times"][crit]["stopped"]
+
+
+@pytest.mark.parametrize("status, t_last, t_max, reached", [
+    ("ok", 1e15, 1e15, True), ("ok", 1e13, 1e15, False),
+    ("stationary at t = 1e+07", 1e7, 1e15, True),
+    ("solver failed at t = 123: x", 123.0, 1e15, False), ("non-finite at t = 0", 0.0, 1e15, False),
+    ("interrupted at t = 5", 5.0, 1e15, False), ("stopped at t = 3e+08", 3e8, 1e15, False),
+    ("ok", None, 1e15, False),
+])
+def test_the_one_rule_of_the_horizon(status, t_last, t_max, reached):
+    from patchassoc.simulations.engines.population.flow import reached_horizon
+    assert reached_horizon(status, t_last, t_max) is reached
+
+
+def test_too_few_records_or_a_stop_give_no_class():
+    t = np.array([0.0, 1e-300])
+    z = np.zeros(2)
+    got = limit_class(_synthetic(t, z, z))
+    assert got["class"] == "undetermined" and "the rule needs 3" in got["reason"]
+    tt = np.concatenate([[0.0], np.logspace(0, 8, 161)])
+    lt = np.log1p(tt)
+    got = limit_class(_synthetic(tt, 0.9 * lt, 0 * lt, status="stopped at t = 1e+08"))
+    assert got["class"] == "undetermined"
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -148,24 +259,6 @@ def test_the_dense_output_interpolates_between_records(ref_flow):
                                                     ref_flow.b[k], ref_flow.c[k]], rtol=1e-12)
     with pytest.raises(ValueError):
         ref_flow.at(1e9)
-
-
-def test_past_the_horizon_the_flow_only_decides_the_limit():
-    """At t_max = 30 the ref flow is still undecided (b - c has barely started to move); it goes
-    on past the horizon until its last decade decides, and those records never enter the horizon
-    reading or the times."""
-    cfg = preset("ref", diagonal="fixed")
-    short = population_flow(*_args(cfg), eta_v=cfg.eta_v, eta_Q=cfg.eta_Q, t_max=30.0,
-                            decide_until=None)
-    go_on = population_flow(*_args(cfg), eta_v=cfg.eta_v, eta_Q=cfg.eta_Q, t_max=30.0)
-    assert short.t[-1] == go_on.t[-1] == 30.0 and short.tail["t"].size == 0
-    assert np.array_equal(short.t, go_on.t)
-    assert np.allclose(short.b, go_on.b, rtol=1e-5, atol=1e-7)
-    assert limit_class(short)["class"] == "undecided"
-    got = limit_class(go_on)
-    assert got["class"] != "undecided" and np.all(go_on.tail["t"] > 30.0)
-    assert got["decided_at"] == go_on.tail["t"][-1]
-    assert flow_reading(go_on, 0.01)["horizon"]["t"] == 30.0
 
 
 def test_a_failed_solver_restarts_with_tighter_tolerances(monkeypatch):

@@ -1,0 +1,315 @@
+"""Hand mutants of the verdict logic, and a runner that checks every one is killed (issue 35).
+
+    python -m tests.mutants.verdict_mutants            # every mutant
+    python -m tests.mutants.verdict_mutants M03 M25    # some
+    python -m tests.mutants.verdict_mutants --list
+
+Each mutant is one textual change to a verdict module (the rule a claim reads, a class, a
+cause, a deciding constant). The runner applies it in place, runs the mutant's targeted test
+files (``pytest -x -q``), and restores the file whatever happens (an interrupt included); the
+mutant is **killed** when the tests fail, and **survives** when they pass. The table it prints
+is the killed / survived table of the closing note; the exit status is 1 when a mutant
+survives or cannot be applied (its text is no longer in the file: update the list with the
+code). A developer who changes a verdict runs it; CI does not (it takes minutes).
+
+M01-M32 are the audit of issue 35 (the issue named ten of them, M03 M05 M08 M10 M11 M18 M24 M25
+M31 M32, as survivors; the other 22 are written here again from the verdict code); M33 on are
+this round's (the one rule of the horizon, the empirical-risk flow).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FLOW = "simulations/engines/population/flow.py"
+CRIT = "simulations/engines/criteria.py"
+GRID = "simulations/studies/common/horizon_rule.py"
+SEEDS = "simulations/studies/claim2_seeds.py"
+SCAL = "simulations/studies/claim7_scaling/rule.py"
+LEMM = "simulations/studies/claim4_lemmas.py"
+VERD = "simulations/studies/verdicts.py"
+RUNS = "simulations/studies/robustness/runs.py"
+TABS = "simulations/studies/robustness/tables.py"
+
+T_FLOW = "tests/engines/population/test_flow.py"
+T_CRIT = "tests/engines/test_criteria.py"
+T_GRID = "tests/studies/test_claim1_grid.py"
+T_SEEDS = "tests/studies/test_claim2_horizon.py"
+T_SCAL = "tests/studies/test_claim7_scaling.py"
+T_REG = "tests/studies/test_registry.py"
+T_ROB = "tests/studies/test_robustness.py"
+T_VERD = "tests/studies/test_verdicts.py"
+T_CONST = "tests/studies/test_deciding_constants.py"
+T_MUT = "tests/studies/test_verdict_mutants.py"
+SFLOW = "simulations/engines/sampled_flow.py"
+C2F = "simulations/studies/claim2_flow.py"
+T_SFLOW = "tests/engines/test_sampled_flow.py"
+T_C2F = "tests/studies/test_claim2_flow.py"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    what: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+MUTANTS = (
+    Mutant("M01", "association needs only a positive slope of b - c", FLOW,
+           "elif u[-1] > 0 and slope >= SLOPE_MIN:", "elif u[-1] > 0 and slope > 0:",
+           (T_FLOW, T_MUT)),
+    Mutant("M02", "other sets needs only a negative slope", FLOW,
+           "elif u[-1] < 0 and slope <= -SLOPE_MIN:", "elif u[-1] < 0 and slope < 0:",
+           (T_FLOW, T_MUT)),
+    Mutant("M03", "tie: b = c at any record of the last decade, not at every record", FLOW,
+           "if np.all(np.abs(u) <= TIE_RTOL * scale):",
+           "if np.any(np.abs(u) <= TIE_RTOL * scale):", (T_FLOW, T_MUT)),
+    Mutant("M04", "converged: stillness 100 x looser", FLOW,
+           "elif move <= STILL:", "elif move <= 100 * STILL:", (T_FLOW, T_MUT)),
+    Mutant("M05", "stationary -> converged checked after association", FLOW,
+           '''    elif str(status).startswith("stationary"):
+        out["class"] = "converged"
+    elif u[-1] > 0 and slope >= SLOPE_MIN:
+        out["class"] = "association"''',
+           '''    elif u[-1] > 0 and slope >= SLOPE_MIN:
+        out["class"] = "association"
+    elif str(status).startswith("stationary"):
+        out["class"] = "converged"''', (T_FLOW, T_MUT)),
+    Mutant("M06", "a claim-1 point passes without the association limit", GRID,
+           '"passed": bool(ok_topc and ok_err and ok_limit and reached)',
+           '"passed": bool(ok_topc and ok_err and reached)', (T_GRID, T_MUT)),
+    Mutant("M07", "claim 1's error criterion at 2.6 x Bayes", GRID,
+           "math.isfinite(err)\n                  and err <= BAYES_FACTOR * bayes + bound)",
+           "math.isfinite(err)\n                  and err <= 2 * BAYES_FACTOR * bayes + bound)",
+           (T_GRID, T_MUT)),
+    Mutant("M08", "flow_times drops the '+ bound' of the error criterion", FLOW,
+           "error_limit=factor * bayes + tr.bound, eps=eps,", "error_limit=factor * bayes, eps=eps,",
+           (T_FLOW, T_MUT)),
+    Mutant("M09", "the time to a criterion is the first time it holds, not for good", CRIT,
+           "k = int(fails[-1]) + 1 if fails.size else 0", "k = int(np.flatnonzero(h)[0])",
+           (T_CRIT, T_FLOW)),
+    Mutant("M10", "a flow that stopped early counts as reached", FLOW,
+           '''    return bool(status == "ok" and t_reached is not None and math.isfinite(float(t_reached))
+                and float(t_reached) >= float(t_max))''',
+           '''    return t_reached is not None''', (T_FLOW, T_GRID, T_MUT)),
+    Mutant("M11", "'>= 90 %' becomes '> 90 %'", GRID,
+           "passed = bool(n_reg and frac >= PASS_FRACTION and ref is not None and ref[\"passed\"])",
+           "passed = bool(n_reg and frac > PASS_FRACTION and ref is not None and ref[\"passed\"])",
+           (T_GRID, T_MUT)),
+    Mutant("M12", "claim 1 counts every point, not the regime's", GRID,
+           'regime = [r for r in records if r["in_regime"]]', "regime = list(records)",
+           (T_GRID,)),
+    Mutant("M13", "the regime q < 0.5 instead of q <= 0.5", GRID,
+           "return q <= REGIME_Q and L >= REGIME_L", "return q < REGIME_Q and L >= REGIME_L",
+           (T_GRID, T_MUT)),
+    Mutant("M14", "claim 1's cause (ii) alone at <= 90 % instead of < 90 %", GRID,
+           "ii_alone = (n_reg - len(converged)) / n_reg < PASS_FRACTION",
+           "ii_alone = (n_reg - len(converged)) / n_reg <= PASS_FRACTION", (T_GRID, T_MUT)),
+    Mutant("M15", "claim 1 passes although a control passes", GRID,
+           'passed = bool(grid.get("passed")) and ok_controls', 'passed = bool(grid.get("passed"))',
+           (T_GRID, T_REG)),
+    Mutant("M16", "claim 2's share level 0.7 instead of 0.75", SEEDS,
+           "SAMPLED_EPS = 1.0 - SHARE_MIN", "SAMPLED_EPS = 1.0 - 0.7", (T_SEEDS, T_MUT)),
+    Mutant("M17", "claim 2's error threshold loses its 2 x Bayes + 0.001", SEEDS,
+           "threshold = ERROR_FACTOR * bayes + ERROR_SLACK",
+           "threshold = ERROR_FACTOR * bayes + 10 * ERROR_SLACK", (T_SEEDS, T_MUT)),
+    Mutant("M18", "claim 2's _moving takes any failing criterion, not all", SEEDS,
+           "return bool(failing) and all(tr.get(c) is not None and tr[c] > TREND_TOL[c]",
+           "return bool(failing) and any(tr.get(c) is not None and tr[c] > TREND_TOL[c]",
+           (T_SEEDS, T_MUT)),
+    Mutant("M19", "claim 2's rate rule on the Wilson upper end", SEEDS,
+           '"passed": bool(n and lo >= RATE_LOWER)', '"passed": bool(n and hi >= RATE_LOWER)',
+           (T_SEEDS, T_REG)),
+    Mutant("M20", "claim 7: a local exponent that stays level counts as increasing", SCAL,
+           "all(s[i + 1] > s[i] for i in range(len(s) - 1))",
+           "all(s[i + 1] >= s[i] for i in range(len(s) - 1))", (T_SCAL, T_MUT)),
+    Mutant("M21", "claim 7: any rise passes", SCAL,
+           "rise is not None and rise >= min_rise", "rise is not None and rise > 0",
+           (T_SCAL,)),
+    Mutant("M22", "claim 7 passes although a control passes", SCAL,
+           'rule = bool(flow.get("passed")) and not any(controls.values())',
+           'rule = bool(flow.get("passed"))', (T_SCAL,)),
+    Mutant("M23", "claim 7: a flow is settled whatever its error's last-decade move", SCAL,
+           "settled = bool(out[\"reached\"] and change is not None and tol is not None\n"
+           "                   and abs(change) <= tol)",
+           "settled = bool(out[\"reached\"] and change is not None and tol is not None)",
+           (T_SCAL,)),
+    Mutant("M24", "robustness: a point is in the regime at the variant's q", RUNS,
+           "rec.update(in_regime=True,",
+           "rec.update(in_regime=claim1_grid.in_regime(cfg.L, cfg.q),", (T_ROB, T_MUT)),
+    Mutant("M25", "the horizon 1e13 instead of 1e15", FLOW, "T_MAX = 1e15", "T_MAX = 1e13",
+           (T_CONST,)),
+    Mutant("M26", "claim 4 counts a lemma verified at sizes as proved", LEMM,
+           "and not failed and len(general) == n", "and not failed", (T_REG,)),
+    Mutant("M27", "a preview keeps its pass", VERD,
+           'out = dict(rec, passed=False, status="preview")', 'out = dict(rec, status="preview")',
+           (T_VERD, T_SCAL, T_REG)),
+    Mutant("M28", "claim 7 is decided although the Bayes error fails the family's check", SCAL,
+           "    elif not bayes_ok:\n", "    elif False:\n", (T_SCAL,)),
+    Mutant("M29", "robustness: claim 7 passes although a control passes", TABS,
+           'rule = bool(tests["flow"]["passed"]) and not control_passes',
+           'rule = bool(tests["flow"]["passed"])', (T_ROB,)),
+    Mutant("M30", "a non-finite error meets the error criterion", CRIT,
+           "ok_error = np.isfinite(error) & (error <= limit)", "ok_error = ~(error > limit)",
+           (T_CRIT, T_MUT)),
+    Mutant("M31", "claim 1's _kind ignores the FALLING tolerance", GRID,
+           "e0 > (1.0 + FALLING) * e1", "e0 > e1", (T_GRID, T_MUT)),
+    Mutant("M32", "robustness: the claim-1 cell no longer needs the reference point", TABS,
+           '    cause = None if gs["passed"] else horizon_rule.grid_cause(gs)',
+           '    gs["passed"] = bool(gs["n_regime"] and gs["regime_fraction"] >= 0.9)\n'
+           '    cause = None if gs["passed"] else horizon_rule.grid_cause(gs)', (T_ROB, T_MUT)),
+    # -- this round: the one rule of the horizon ------------------------------------------------
+    Mutant("M33", "a flow that did not reach its horizon gets a class", FLOW,
+           "    if not reached:\n        out[\"reason\"]",
+           "    if False:\n        out[\"reason\"]", (T_FLOW,)),
+    Mutant("M34", "two records in the last decade decide a class", FLOW,
+           "if last.size < MIN_RECORDS:", "if last.size < 2:", (T_FLOW, T_MUT)),
+    Mutant("M35", "a run that stopped early keeps its times", CRIT,
+           "if not reached or not h[-1]:", "if not h[-1]:", (T_CRIT, T_FLOW)),
+    Mutant("M36", "claim 7 trusts a cell's 'reached' over its flow's status", SCAL,
+           'if out["reached"] and not reached_horizon(', 'if False and not reached_horizon(',
+           (T_SCAL,)),
+    Mutant("M37", "robustness claim 7 trusts a record's 'reached' over its flow's status", TABS,
+           'if rec.get("reached") and not reached_horizon(',
+           'if False and not reached_horizon(', (T_ROB,)),
+    Mutant("M38", "claim 1 trusts a point's 'passed' over its flow's status", GRID,
+           "return not f or reached_horizon(", "return True or reached_horizon(",
+           (T_GRID, T_ROB)),
+    Mutant("M39", "a stationary end is not a reached horizon", FLOW,
+           '    if status.startswith("stationary"):\n        return True',
+           '    if status.startswith("stationary"):\n        return False', (T_FLOW, T_GRID)),
+    # -- this round: the empirical-risk flow and claim 2 at its horizon -------------------------
+    Mutant("M40", "the sampled association class ignores the slope of min u", SFLOW,
+           'if out["u_min"] > 0 and out["slope_u_min"] >= SLOPE_MIN:',
+           'if out["u_min"] > 0:', (T_SFLOW,)),
+    Mutant("M41", "an empirical-risk flow that stopped early gets a class", SFLOW,
+           "    if not tr.reached:\n        out[\"reason\"]",
+           "    if False:\n        out[\"reason\"]", (T_SFLOW,)),
+    Mutant("M42", "other sets for the sampled flow needs only max u < 0", SFLOW,
+           'elif out["u_max"] < 0 and out["slope_u_max"] <= -SLOPE_MIN:',
+           'elif out["u_max"] < 0:', (T_SFLOW,)),
+    Mutant("M43", "a seed whose flow stopped early is not named as cause (i)", C2F,
+           "    if stopped:\n        return \"i\"", "    if False:\n        return \"i\"",
+           (T_C2F,)),
+    Mutant("M44", "claim 2 at the flow passes although a control associates", C2F,
+           'passed = bool(flows.get("passed")) and controls_ok(controls) and have_fig2',
+           'passed = bool(flows.get("passed"))', (T_C2F,)),
+    Mutant("M45", "any configuration counts as claim 2's declared one", C2F,
+           "    return all(mine.get(k) == v for k, v in ref.items() if k not in (\"steps\", "
+           "\"records\"))",
+           "    return True", (T_C2F,)),
+    Mutant("M46", "the flow's seed rule forgets that the flow did not reach T", SFLOW,
+           "eps=1.0 - share_level, reached=tr.reached)", "eps=1.0 - share_level)",
+           (T_SFLOW, T_C2F)),
+)
+
+
+class _Restore:
+    """Put the file back, on exit and on SIGINT / SIGTERM."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.text = path, text
+
+    def __enter__(self):
+        self._old = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def _signal(self, signum, frame):
+        self.path.write_text(self.text)
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        self.path.write_text(self.text)
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        return False
+
+
+#: Where the verdict code lives: a mutant's text is looked for there when its ``file`` (the
+#: module it was written for) no longer holds it, so that moving code keeps the list valid.
+SOURCES = ("theory", "simulations", "patchassoc", "figures", "benchmarks")
+
+
+def locate(m: Mutant) -> tuple[Path | None, str]:
+    """The one file holding the mutant's text exactly once: its ``file``, else the unique file
+    of :data:`SOURCES` that does; (None, why) when there is none or several."""
+    path = ROOT / m.file
+    if path.exists() and path.read_text().count(m.old) == 1:
+        return path, ""
+    hits = [f for top in SOURCES for f in sorted((ROOT / top).rglob("*.py"))
+            if m.old in f.read_text()]
+    if len(hits) == 1 and hits[0].read_text().count(m.old) == 1:
+        return hits[0], ""
+    return None, (f"the text is in {len(hits)} files" if len(hits) != 1 else
+                  f"the text occurs several times in {hits[0].relative_to(ROOT)}")
+
+
+def run_mutant(m: Mutant, timeout: float = 900.0) -> tuple[str, str, float]:
+    """Apply ``m``, run its tests, restore; (result, detail, seconds), result one of
+    ``killed``, ``SURVIVED``, ``NOT APPLIED``."""
+    path, why = locate(m)
+    if path is None:
+        return "NOT APPLIED", why, 0.0
+    text = path.read_text()
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    t0 = time.perf_counter()
+    with _Restore(path, text):
+        path.write_text(text.replace(m.old, m.new))
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                               *m.tests], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    assert hashlib.sha256(path.read_text().encode()).hexdigest() == digest, "not restored"
+    seconds = time.perf_counter() - t0
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAILED")
+             or ln.startswith("ERROR")]
+    if proc.returncode == 0:
+        return "SURVIVED", "every targeted test passed", seconds
+    if proc.returncode in (1,) and lines:
+        return "killed", lines[0].split(" - ")[0].replace("FAILED ", ""), seconds
+    return "killed", f"pytest exit {proc.returncode}", seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.mutants.verdict_mutants",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("ids", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.ids or m.id in args.ids]
+    unknown = set(args.ids) - {m.id for m in MUTANTS}
+    if unknown:
+        parser.error(f"unknown mutant(s): {', '.join(sorted(unknown))}")
+    if args.list:
+        for m in chosen:
+            where, why = locate(m)
+            print(f"{m.id}  {where.relative_to(ROOT) if where else 'NOT FOUND: ' + why}  "
+                  f"{m.what}")
+        return 0
+    rows = []
+    for m in chosen:
+        result, detail, sec = run_mutant(m)
+        rows.append((m, result, detail, sec))
+        where = locate(m)[0]
+        print(f"{m.id}  {result:<11} {sec:6.1f} s  {m.what}  "
+              f"({where.relative_to(ROOT) if where else m.file})  [{detail}]", flush=True)
+    bad = [r for r in rows if r[1] != "killed"]
+    print(f"\n{len(rows) - len(bad)} of {len(rows)} killed"
+          + (f"; not killed: {', '.join(r[0].id for r in bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
