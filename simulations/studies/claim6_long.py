@@ -250,7 +250,7 @@ def status(out: Path, data: str = "fashion-mnist", seeds: int = 5,
         ``runs`` (one entry per declared run, in the declared order), ``finished``, ``total``,
         ``cpu_s`` (of the finished runs) and ``gap`` (or None).
     """
-    from patchassoc.simulations.engines.vit.training import recipe_for
+    from patchassoc.simulations.engines.vit.recipes import recipe_for
     from patchassoc.simulations.runtime.results import load_folder
 
     recipe = recipe_for(data, "long", **recipe_overrides)

@@ -160,7 +160,8 @@ def run_comparison(out: Path, data: str = "digits", data_dir=None, seeds: int = 
     if max_train is not None:
         dataset = dataset.subset(n_train=max_train)
     torch = _require_torch()
-    from patchassoc.simulations.engines.vit.training import RECIPES, recipe_for, study
+    from patchassoc.simulations.engines.vit.recipes import RECIPES, recipe_for
+    from patchassoc.simulations.engines.vit.training import study
 
     recipe = recipe_for(data, **recipe_overrides)
     declared = DECLARED.get(data, {})
@@ -287,7 +288,7 @@ def preview_reasons(summary: dict) -> list[str]:
     recipe = summary.get("recipe")
     name = summary.get("recipe_name", "default")
     if recipe:
-        from patchassoc.simulations.engines.vit.training import LONG_RECIPES, RECIPES
+        from patchassoc.simulations.engines.vit.recipes import LONG_RECIPES, RECIPES
 
         table = LONG_RECIPES if name == "long" else RECIPES
         if data not in table:

@@ -205,3 +205,39 @@ def test_a_folder_whose_arrays_cannot_be_read_says_why_its_cause_has_no_trend(tm
     assert rec["status"] == "fail" and rec["cause"]["code"] == "ii"
     assert "no per-epoch training loss for positional and standard" in rec["cause"]["why"]
     assert str(tmp_path) in rec["cause"]["why"]    # the reason names the folder
+
+
+_CLAIM6_WITHOUT_TORCH = """
+import importlib.abc, json, sys
+class _NoTorch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+sys.meta_path.insert(0, _NoTorch())
+from patchassoc.simulations.studies.claim6_vit import claim6
+out = claim6(json.loads(sys.stdin.read()))
+assert "torch" not in sys.modules
+print(json.dumps(out, sort_keys=True, default=str))
+"""
+
+
+@pytest.mark.parametrize("make", [summary, long_summary, lambda: summary(epochs=1)])
+def test_claim6_is_read_without_torch(make):
+    """check --from on a machine without the vit extra: claim 6's verdict (the declared recipes,
+    the preview reasons) reads a saved summary without importing PyTorch, and says what it says
+    with PyTorch (the recipes lived beside the training code, and check --from stopped with
+    ModuleNotFoundError: torch)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    s = make()
+    expected = claim6_vit.claim6(s)
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", _CLAIM6_WITHOUT_TORCH], input=json.dumps(s),
+                          capture_output=True, text=True, env=env, cwd=repo, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == json.loads(json.dumps(expected, sort_keys=True, default=str))
+    assert "passed" in expected and "measured" in expected
