@@ -44,10 +44,10 @@ N_CHUNKS = 16
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: The source files whose jitted functions (or constants) are compiled into kernels of other
-#: files: the activation's one definition, the shared scalar logistic, and this file
-#: (:data:`N_CHUNKS`).
+#: files: the activation's one definition, the shared scalar logistic, this file
+#: (:data:`N_CHUNKS`), and the vector code (intrinsics and constants) of the sampled kernels.
 SHARED_SOURCES = (os.path.abspath(_activation.__file__), os.path.join(_HERE, "_scalar.py"),
-                  os.path.abspath(__file__))
+                  os.path.abspath(__file__), os.path.join(_HERE, "_sampled_simd.py"))
 
 
 def shared_digest(paths=SHARED_SOURCES) -> str:
