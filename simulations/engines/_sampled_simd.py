@@ -8,12 +8,11 @@ it computes and which plain Python (``NUMBA_DISABLE_JIT=1``) runs instead:
 - grad_v += X_n^T gu, 64 entries side by side: :func:`_axpy_sample_simd` (:func:`_axpy_lanes_py`);
 - out = M^T x: :func:`_matvec_simd` (:func:`_matvec_py`); gA += G U^T: :func:`_outer_add_simd`
   (:func:`_outer_add_py`);
-- a view of an array without a reference count: :func:`_borrowed_simd` (:func:`_borrowed_py`);
 - the order of the software prefetches of the next sample's block: :func:`_prefetch_schedule_py`.
 
-The kernels of :mod:`.sampled_kernels` call the names ``_dots``, ``_axpy_lanes``, ``_matvec``,
-``_outer_add`` and ``_borrowed`` (bound at the end of this file to the intrinsics, or to the
-twins when the jit is disabled). Every sum is plain IEEE fmul and fadd in the stated order (no
+The kernels of :mod:`.sampled_kernels` call the names ``_dots``, ``_axpy_lanes``, ``_matvec``
+and ``_outer_add`` (bound at the end of this file to the intrinsics, or to the twins when the
+jit is disabled). Every sum is plain IEEE fmul and fadd in the stated order (no
 fastmath, no fused multiply-add), several sums side by side in vector lanes, never one sum
 reassociated: the compiled code gives the same bits as the twins. The intrinsics are compiled
 into the kernels of the other file, so this file is one of the jit policy's
@@ -26,7 +25,6 @@ from llvmlite import ir
 from numba import errors, types
 from numba.core import cgutils
 from numba.extending import intrinsic
-from numba.np.arrayobj import populate_array
 
 #: Lanes of a dot product (:func:`_dot_lanes`): lane w sums the terms k = w (mod LANES) in
 #: order, as two vectors of eight doubles held in SIMD registers.
@@ -143,31 +141,6 @@ def _vector_groups(builder, count, body):
     with cgutils.for_range_slice(builder, builder.mul(vectors, w), count, ir.Constant(it, 1),
                                  inc=True) as (index, _):
         body(index, 0)
-
-
-# -- borrowed views ----------------------------------------------------------------------------
-def _borrowed_py(a):
-    """The array itself (plain Python); compiled, :func:`_borrowed_simd`."""
-    return a
-
-
-@intrinsic
-def _borrowed_simd(typingctx, arr):
-    """A view of ``arr`` without a reference to its memory: Numba then updates no reference
-    count for it (the count is NULL), where it would for the array itself at every call that
-    passes it. Only for arrays that outlive the view: arguments of the calling function."""
-    if not isinstance(arr, types.Array):
-        raise errors.TypingError("_borrowed needs an array")
-    sig = arr(arr)
-
-    def codegen(context, builder, signature, args):
-        src = context.make_array(arr)(context, builder, args[0])
-        out = context.make_array(arr)(context, builder)
-        populate_array(out, data=src.data, shape=src.shape, strides=src.strides,
-                       itemsize=src.itemsize, meminfo=None, parent=None)
-        return out._getvalue()
-
-    return sig, codegen
 
 
 # -- U = X_n v ---------------------------------------------------------------------------------
@@ -467,8 +440,8 @@ def _outer_add_simd(typingctx, gA, G, U):
 
 # Compiled code calls the intrinsics, plain Python (NUMBA_DISABLE_JIT=1) their twins.
 if numba.config.DISABLE_JIT:
-    _borrowed, _dots, _axpy_lanes = _borrowed_py, _dots_py, _axpy_lanes_py
+    _dots, _axpy_lanes = _dots_py, _axpy_lanes_py
     _matvec, _outer_add = _matvec_py, _outer_add_py
 else:
-    _borrowed, _dots, _axpy_lanes = _borrowed_simd, _dots_simd, _axpy_sample_simd
+    _dots, _axpy_lanes = _dots_simd, _axpy_sample_simd
     _matvec, _outer_add = _matvec_simd, _outer_add_simd

@@ -58,9 +58,10 @@ import numba
 import numpy as np
 
 from patchassoc.simulations.engines._jit import N_CHUNKS, inline_jit, jit, pjit, prange
+from patchassoc.simulations.engines._jit import borrowed as _borrowed
 # the explicit vector code (intrinsics) and the plain-Python twins that state its order
-from patchassoc.simulations.engines._sampled_simd import (LANES, _axpy_lanes, _borrowed, _dots,
-                                                          _matvec, _outer_add)
+from patchassoc.simulations.engines._sampled_simd import (LANES, _axpy_lanes, _dots, _matvec,
+                                                          _outer_add)
 from patchassoc.simulations.engines._scalar import logistic as _logistic
 from patchassoc.theory.activation import act_pair
 
