@@ -52,9 +52,11 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: The source files whose jitted functions (or constants) are compiled into kernels of other
 #: files: the activation's one definition, the shared scalar logistic, this file
-#: (:data:`N_CHUNKS`), and the vector code (intrinsics and constants) of the sampled kernels.
+#: (:data:`N_CHUNKS`), the vector code (intrinsics and constants) of the sampled kernels, and
+#: the exact engine's shared kernels (tables, a leaf's terms, sums), compiled into its search.
 SHARED_SOURCES = (os.path.abspath(_activation.__file__), os.path.join(_HERE, "_scalar.py"),
-                  os.path.abspath(__file__), os.path.join(_HERE, "_sampled_simd.py"))
+                  os.path.abspath(__file__), os.path.join(_HERE, "_sampled_simd.py"),
+                  os.path.join(_HERE, "population", "exact", "_kernels.py"))
 
 
 def shared_digest(paths=SHARED_SOURCES) -> str:
