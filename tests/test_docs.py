@@ -232,6 +232,16 @@ def _require_docs_extra():
     pytest.skip(why)
 
 
+def test_a_missing_docs_extra_fails_where_the_build_is_required(monkeypatch):
+    monkeypatch.setitem(BUILD_MODULES, "no_such_sphinx_extension", "no-such-sphinx-extension")
+    monkeypatch.setenv("PATCHASSOC_REQUIRE_DOCS", "1")
+    with pytest.raises(pytest.fail.Exception, match="must run here"):
+        _require_docs_extra()
+    monkeypatch.delenv("PATCHASSOC_REQUIRE_DOCS")
+    with pytest.raises(pytest.skip.Exception, match="no_such_sphinx_extension"):
+        _require_docs_extra()
+
+
 def _sphinx(*args: str, cwd: Path = ROOT, pythonpath: Path | None = None):
     _require_docs_extra()
     env = {**os.environ, "MPLBACKEND": "Agg"}
