@@ -25,7 +25,7 @@ from matplotlib.colors import ListedColormap
 from patchassoc.theory.association import set_mate_share, topc_rows
 from patchassoc.theory.structure import Structure
 
-from patchassoc.figures.style import ATTENTION_CMAP, PALETTE, new_figure, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, PALETTE, new_figure, save_figure, styled
 
 __all__ = ["plot", "draw_map", "plot_partition", "pick_snapshots", "save"]
 
@@ -93,6 +93,7 @@ def draw_map(ax, mat: np.ndarray, structure: Structure, contiguous: bool = False
     return im
 
 
+@styled
 def plot(A: Sequence[np.ndarray], steps: Sequence[int], structure: Structure, fig=None,
          title: str | None = None):
     """Draw the attention maps ``A[k]`` recorded at ``steps[k]``; return the figure."""
@@ -124,6 +125,7 @@ def plot(A: Sequence[np.ndarray], steps: Sequence[int], structure: Structure, fi
     return fig
 
 
+@styled
 def save(A, steps, structure: Structure, folder: str | Path, name: str = "attention_maps",
          title: str | None = None, count: int = 5, mass=None) -> list[Path]:
     """Pick ``count`` snapshots (see :func:`pick_snapshots`), draw them and write

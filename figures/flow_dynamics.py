@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "CRITERIA"]
 
@@ -39,6 +39,7 @@ def _times(ax, times: dict, legend: bool = False) -> None:
                        label=f"{label} for good: t = {rec['time']:.3g}" if legend else None)
 
 
+@styled
 def plot(result):
     """The four panels; returns the figure."""
     tr = result.trajectory
@@ -95,6 +96,7 @@ def plot(result):
     return fig
 
 
+@styled
 def save(result, folder: str | Path) -> list[Path]:
     """Write flow_dynamics.png / .pdf into ``folder``."""
     return save_figure(plot(result), folder, "flow_dynamics")

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis
+from patchassoc.figures.style import (ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis,
+                                      styled)
 from patchassoc.simulations.studies.paper_settings import COS_LEVEL, cosine, first_step
 
 __all__ = ["plot", "save"]
@@ -32,6 +33,7 @@ def _associated_mask(t, D: int, eps: float) -> np.ndarray:
     return (np.asarray(t.topc_rows) == D) & (np.asarray(t.share_min) >= 1.0 - eps)
 
 
+@styled
 def plot(result):
     """Four panels from a :class:`~patchassoc.simulations.engines.sampled_descent.TrainResult`; returns the figure."""
     from patchassoc.simulations.engines.sampled_descent import ASSOCIATION_EPS
@@ -106,6 +108,7 @@ def _pct(x) -> str:
     return "n/a" if x is None else f"{100 * float(x):.2f} %"
 
 
+@styled
 def save(result, folder: str | Path, name: str = "paper_fig4") -> list[Path]:
     """Write ``name``.png/.pdf into ``folder``."""
     return save_figure(plot(result), folder, name)

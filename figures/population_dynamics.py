@@ -19,11 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchassoc.figures import attention_maps
-from patchassoc.figures.style import COLORS, new_figure, plot_association, save_figure, step_axis
+from patchassoc.figures.style import (COLORS, new_figure, plot_association, save_figure,
+                                      step_axis, styled)
 
 __all__ = ["plot", "plot_maps", "save", "shade_phases"]
 
 
+@styled
 def plot_maps(result, count: int = 5):
     """Attention maps at ``count`` log-spaced recorded steps; returns the figure."""
     t = result.trajectory
@@ -52,6 +54,7 @@ def shade_phases(ax, ph: dict, label: bool = False) -> None:
         ax.axvline(max(ts, 0.5), color=COLORS["orange"], ls="--", lw=0.8)
 
 
+@styled
 def plot(result, axes=None):
     """Four panels: loss; error vs Bayes error; alpha and logit gaps; the association metrics
     (share, Def. 2.2) with the within-set mass drawn faintly. The phases are shaded on every
@@ -119,6 +122,7 @@ def plot(result, axes=None):
     return fig
 
 
+@styled
 def save(result, folder: str | Path) -> list[Path]:
     """Write population_attention_maps.{png,pdf} and population_dynamics.{png,pdf}."""
     paths = save_figure(plot_maps(result), folder, "population_attention_maps")

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "CELL_COLORS"]
 
@@ -57,6 +57,7 @@ def _times(row: dict, horizon: float):
     return ok, bad, cens, med
 
 
+@styled
 def plot(summary: dict, axes=None):
     """Draw the two panels from a robustness summary; returns the axes."""
     rows = summary["variants"]
@@ -139,6 +140,7 @@ def _rect(x, y, color, alpha):
     return Rectangle((x + 0.02, y - 0.45), 0.96, 0.9, facecolor=color, alpha=alpha, lw=0)
 
 
+@styled
 def save(summary: dict, folder: str | Path, name: str = "robustness_table") -> list[Path]:
     """Draw the robustness summary and save ``name``.png/.pdf into ``folder``."""
     axes = plot(summary)

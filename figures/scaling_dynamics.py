@@ -19,9 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.ticker import NullLocator, ScalarFormatter
 
-from patchassoc.figures.style import COLORS, new_figure, plt, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save"]
 
@@ -41,7 +42,7 @@ def _fit_text(fit) -> str:
 
 
 def _colors(n):
-    cmap = plt.get_cmap("viridis")
+    cmap = colormaps["viridis"]
     return [cmap(0.1 + 0.75 * i / max(1, n - 1)) for i in range(n)]
 
 
@@ -168,6 +169,7 @@ def _sweep(ax, b):
     ax.legend(fontsize=7.5, loc="upper left")
 
 
+@styled
 def plot(summary, axes=None):
     """The flows against t, the times to each criterion against d and the budget GD's phase
     times against D; returns the axes (2 x 2)."""
@@ -181,6 +183,7 @@ def plot(summary, axes=None):
     return axes
 
 
+@styled
 def save(summary, folder: str | Path, name: str = "scaling_dynamics") -> list[Path]:
     axes = plot(summary)
     return save_figure(axes[0][0].figure, folder, name)

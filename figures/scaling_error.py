@@ -19,7 +19,7 @@ from pathlib import Path
 
 from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 from patchassoc.simulations.studies.verdicts import CAUSES
 
 __all__ = ["plot", "save"]
@@ -64,6 +64,7 @@ def _rule(r):
     return {"log": "round(ln d)", "log2": "round(log2 d)"}.get(r, r)
 
 
+@styled
 def plot(summary, axes=None):
     """Errors, GD over Bayes and local exponents against d; returns the axes."""
     if axes is None:
@@ -154,6 +155,7 @@ def plot(summary, axes=None):
     return axes
 
 
+@styled
 def save(summary, folder: str | Path, name: str = "scaling_error") -> list[Path]:
     axes = plot(summary)
     return save_figure(axes[0].figure, folder, name)

@@ -23,7 +23,7 @@ import numpy as np
 from patchassoc.theory import solutions as th
 from patchassoc.theory.invariant import project_invariant
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "effective_lambda"]
 
@@ -39,6 +39,7 @@ def effective_lambda(A: np.ndarray, structure) -> float:
     return float(b - c)
 
 
+@styled
 def plot(result, axes=None):
     """Three panels (risk, error, within-set mass against lambda); returns the figure."""
     if axes is None:
@@ -106,6 +107,7 @@ def plot(result, axes=None):
     return fig
 
 
+@styled
 def save(result, folder: str | Path, name: str | None = None) -> list[Path]:
     """Write ``solutions_lambda_<label>.png/.pdf`` into ``folder``."""
     name = name or f"solutions_lambda_{result.label}"

@@ -16,11 +16,13 @@ import numpy as np
 
 from patchassoc.simulations.engines.sampled_descent import ASSOCIATION_EPS
 
-from patchassoc.figures.style import COLORS, new_figure, plot_association, save_figure, step_axis
+from patchassoc.figures.style import (COLORS, new_figure, plot_association, save_figure,
+                                      step_axis, styled)
 
 __all__ = ["plot", "save"]
 
 
+@styled
 def plot(result, axes=None):
     """Three panels from a :class:`patchassoc.simulations.engines.sampled_descent.TrainResult`; returns the figure."""
     t = result.trajectory
@@ -60,5 +62,6 @@ def plot(result, axes=None):
     return fig
 
 
+@styled
 def save(result, folder: str | Path, name: str = "training_curves") -> list[Path]:
     return save_figure(plot(result), folder, name)

@@ -25,7 +25,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from patchassoc.simulations.runtime.results import read_json
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "plot_ratio", "plot_curves", "save", "main", "LABELS", "NAME"]
 
@@ -51,6 +51,7 @@ def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
 
+@styled
 def plot_ratio(summary: dict, ax):
     """Ratio against eps with its band, lower bounds marked, per-upstream ratios, thresholds."""
     rows = summary["by_eps"]
@@ -102,6 +103,7 @@ def plot_ratio(summary: dict, ax):
     return ax
 
 
+@styled
 def plot_curves(summary: dict, ax):
     """Mean test error against N for every method, bands, and the eps range."""
     methods = summary["methods"]
@@ -135,6 +137,7 @@ def plot_curves(summary: dict, ax):
     return ax
 
 
+@styled
 def plot(summary: dict, axes=None):
     """Draw both panels from the summary dict; returns the two axes."""
     if axes is None:
@@ -144,12 +147,14 @@ def plot(summary: dict, axes=None):
     return axes
 
 
+@styled
 def save(summary: dict, folder: str | Path) -> list[Path]:
     """Write transfer.png and transfer.pdf into ``folder``."""
     axes = plot(summary)
     return save_figure(axes[0].figure, folder, NAME)
 
 
+@styled
 def main(argv=None) -> int:
     """``python -m patchassoc.figures.transfer FOLDER``: redraw from FOLDER/transfer.json."""
     argv = sys.argv[1:] if argv is None else argv

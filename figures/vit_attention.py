@@ -22,7 +22,7 @@ from matplotlib.patches import Rectangle
 
 from patchassoc.simulations.engines.vit.comparison import REFERENCE, ViTResult
 
-from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "default_queries", "query_maps", "NAME"]
 
@@ -54,6 +54,7 @@ def query_maps(result: ViTResult, kind: str, queries: Sequence[int], layer: int 
     return np.stack([A[q].reshape(gh, gw) for q in queries])
 
 
+@styled
 def plot(result: ViTResult, ax=None, *, queries: Sequence[int] | None = None, layer: int = 0,
          seed_index: int = 0):
     """Draw the attention maps; ``ax`` is a (rows, len(queries)) array of axes or None.
@@ -105,11 +106,13 @@ def plot(result: ViTResult, ax=None, *, queries: Sequence[int] | None = None, la
     return fig
 
 
+@styled
 def save(result: ViTResult, folder: str | Path, **kwargs) -> list[Path]:
     """Write ``vit_attention.png`` and ``.pdf`` into ``folder``."""
     return save_figure(plot(result, **kwargs), folder, NAME)
 
 
+@styled
 def main(folder: str | Path = "patchassoc-out/vit") -> list[Path]:
     """Redraw the figure of a saved result folder."""
     return save(ViTResult.load(folder), folder)

@@ -24,13 +24,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult
 from patchassoc.simulations.analysis.stats import mean_interval
 from patchassoc.simulations.engines.vit.locality_stats import locality_z, undo_permutation
 
-from patchassoc.figures.style import ATTENTION_CMAP, COLORS, apply, plt, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, COLORS, save_figure, styled
 
 __all__ = ["plot", "save", "NAME", "panel_maps", "default_query"]
 
@@ -88,9 +89,9 @@ def _accuracy_panel(ax, result: ShuffleResult) -> None:
     ax.legend(loc="lower right")
 
 
+@styled
 def plot(result: ShuffleResult, *, query: int | None = None, seed_index: int = 0):
     """Draw the figure; returns it."""
-    apply()
     grid = result.grid
     gh, gw = grid
     query = default_query(grid) if query is None else int(query)
@@ -98,7 +99,7 @@ def plot(result: ShuffleResult, *, query: int | None = None, seed_index: int = 0
         raise ValueError(f"query must lie in 0..{gh * gw - 1}, got {query}")
     sources = [s for s in ("attention", "pos_content") if s in result.map_sources()]
     coarse, fine = max(result.vit_blocks), min(result.vit_blocks)
-    fig = plt.figure(figsize=(11.5, 4.6), constrained_layout=True)
+    fig = Figure(figsize=(11.5, 4.6), layout="constrained")
     left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.45])
     _accuracy_panel(left.subplots(), result)
     if sources:
@@ -143,11 +144,13 @@ def _z_token_order(result: ShuffleResult, source: str, block: int) -> float:
     return locality_z(result.maps(source, block), result.grid, None)["z"]
 
 
+@styled
 def save(result: ShuffleResult, folder: str | Path, **kwargs) -> list[Path]:
     """Write ``vit_shuffle.png`` and ``.pdf`` into ``folder``."""
     return save_figure(plot(result, **kwargs), folder, NAME)
 
 
+@styled
 def main(folder: str | Path = "patchassoc-out/vit") -> list[Path]:
     """Redraw the figure of a saved result folder (the experiment is in its ``shuffle/``)."""
     folder = Path(folder)
