@@ -25,7 +25,8 @@ from matplotlib.figure import Figure
 from patchassoc.simulations.runtime.results import atomic_write_bytes
 
 __all__ = ["PALETTE", "COLORS", "RC", "style", "styled", "save_figure", "new_figure",
-           "ATTENTION_CMAP", "step_axis", "plot_association", "close"]
+           "ATTENTION_CMAP", "step_axis", "plot_association", "close",
+           "plot_floored", "sci"]
 
 #: Okabe-Ito colours, in the order series are drawn.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -118,6 +119,34 @@ def __getattr__(name):
         import matplotlib.pyplot as plt
         return plt
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def plot_floored(ax, x, y, *, floor: float, color, label: str, what: str = "",
+                 max_marks: int = 40, **line_kw) -> None:
+    """A positive quantity on a log y axis that can fall to (or below) ``floor``, where float64
+    can no longer resolve it (a difference of two equal numbers, 0 or a rounding-sized
+    negative). The values above ``floor`` are a line (broken where the value is not); those at
+    or below it are open downward triangles on the floor, labelled "below ``floor``" (thinned
+    to ``max_marks`` along the axis), so that the floor never reads as data."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    low = ~(y > floor)
+    ax.plot(x, np.where(low, np.nan, y), color=color, label=label, **line_kw)
+    if low.any():
+        k = np.flatnonzero(low)
+        k = k[::max(1, -(-k.size // max_marks))]
+        ax.plot(x[k], np.full(k.size, floor), ls="none", marker="v", ms=4, mfc="none",
+                mec=color, mew=0.9,
+                label=f"{what or label} below {sci(floor)} (not resolved in float64)")
+
+
+def sci(v: float) -> str:
+    """``v`` in short scientific notation for a label: 1e-16, 2.5e+03 -> "2.5e3"."""
+    m, e = f"{v:.1e}".split("e")
+    m = m.rstrip("0").rstrip(".")
+    return f"{m}e{int(e)}"
 
 
 def step_axis(steps):
