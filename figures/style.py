@@ -159,7 +159,7 @@ def step_axis(steps):
 
 
 def plot_association(ax, x, *, D: int, C: int, eps: float, share_mean, topc_rows, mass_mean,
-                     share_min=None) -> None:
+                     share_min=None, legend: bool = True) -> None:
     """The association panel of the training and population figures (SPEC section 3): the
     set-mate share (mean and min; one curve when every row has the same share, as for
     invariant attention), the fraction of rows passing Def. 2.2, the within-set mass as a faint
@@ -185,4 +185,5 @@ def plot_association(ax, x, *, D: int, C: int, eps: float, share_mean, topc_rows
     ax.set_xscale("log")
     ax.set_xlabel("gradient step")
     ax.set_title("patch association (paper Def. 2.2, share)")
-    ax.legend(loc="center left", fontsize=7)
+    if legend:
+        ax.legend(loc="center left", fontsize=7)
