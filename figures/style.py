@@ -122,12 +122,13 @@ def __getattr__(name):
 
 
 def plot_floored(ax, x, y, *, floor: float, color, label: str, what: str = "",
-                 max_marks: int = 40, **line_kw) -> None:
+                 max_marks: int = 40, floor_label: str | None = None, **line_kw) -> None:
     """A positive quantity on a log y axis that can fall to (or below) ``floor``, where float64
     can no longer resolve it (a difference of two equal numbers, 0 or a rounding-sized
     negative). The values above ``floor`` are a line (broken where the value is not); those at
-    or below it are open downward triangles on the floor, labelled "below ``floor``" (thinned
-    to ``max_marks`` along the axis), so that the floor never reads as data."""
+    or below it are open downward triangles on the floor, labelled "below ``floor``" (or
+    ``floor_label``; thinned to ``max_marks`` along the axis), so that the floor never reads as
+    data."""
     import numpy as np
 
     x = np.asarray(x, dtype=float)
@@ -139,7 +140,8 @@ def plot_floored(ax, x, y, *, floor: float, color, label: str, what: str = "",
         k = k[::max(1, -(-k.size // max_marks))]
         ax.plot(x[k], np.full(k.size, floor), ls="none", marker="v", ms=4, mfc="none",
                 mec=color, mew=0.9,
-                label=f"{what or label} below {sci(floor)} (not resolved in float64)")
+                label=floor_label or f"{what or label} below {sci(floor)} (not resolved in "
+                                     f"float64)")
 
 
 def sci(v: float) -> str:
