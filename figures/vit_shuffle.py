@@ -66,18 +66,26 @@ def panel_maps(result: ShuffleResult, source: str, query: int, seed_index: int =
     return (M0[query].reshape(gh, gw), Mf[query].reshape(gh, gw), Mu[query].reshape(gh, gw))
 
 
+#: colour-bar label of each map source (each row has its own scale: different quantities)
+_BAR_LABELS = {"attention": "attention weight", "pos_content": "cosine similarity"}
+
+
 def _accuracy_panel(ax, result: ShuffleResult) -> None:
 
     blocks = sorted(result.blocks)
     x = np.log2(blocks)
     side = int(max(result.meta["image_shape"][:2]))
-    for m in result.meta["models"]:
+    models = list(result.meta["models"])
+    for k, m in enumerate(models):
         mine = sorted(result.blocks_of(m))
+        # the models side by side at each B (a small offset in log2 B), so that their error
+        # bars do not hide one another
+        dodge = 0.06 * (k - (len(models) - 1) / 2)
         acc = np.array([result.accuracy_of(m, b) for b in mine])  # blocks x seeds
         cis = [mean_interval(row) for row in acc]
         mean = np.array([c["mean"] for c in cis])
         half = np.array([0.0 if c["n"] < 2 else c["half_width"] for c in cis])
-        ax.errorbar(np.log2(mine), 100 * mean, yerr=100 * half, marker="o", capsize=3,
+        ax.errorbar(np.log2(mine) + dodge, 100 * mean, yerr=100 * half, marker="o", capsize=3,
                     color=_COLORS.get(m), label=_LABELS.get(m, m))
     ax.set_xticks(x)
     ax.set_xticklabels([f"{b}\n(none)" if b == side else str(b) for b in blocks])
@@ -86,7 +94,7 @@ def _accuracy_panel(ax, result: ShuffleResult) -> None:
     lo, hi = ax.get_ylim()
     ax.set_ylim(max(lo, 0.0), min(hi, 100.0))
     ax.set_title(f"accuracy, {len(result.meta['seeds'])} seeds (95 % CI)")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(models))
 
 
 @styled
@@ -130,7 +138,8 @@ def plot(result: ShuffleResult, *, query: int | None = None, seed_index: int = 0
                             fontsize="small")
                 if col == 0:
                     a.set_ylabel(_ROWS.get(src, src))
-            right.colorbar(im, ax=list(axes[row]), shrink=0.85)
+            right.colorbar(im, ax=list(axes[row]), shrink=0.85,
+                           label=_BAR_LABELS.get(src, src) + "\n(query left blank)")
         right.suptitle(f"learned positional similarity of query patch ({qr}, {qc}) "
                        f"(outlined), seed {result.meta['seeds'][seed_index]}", fontsize="medium")
     m = result.meta
