@@ -101,3 +101,44 @@ def test_a_figure_is_not_registered_with_pyplot():
     fig, ax = style.new_figure(1, 2, figsize=(4, 2), sharey=True)
     assert plt.get_fignums() == before
     assert len(ax) == 2 and fig.get_figwidth() == 4
+
+
+def test_drawing_through_the_package_keeps_every_rc_setting_in_this_process(tmp_path):
+    """In the caller's own process (as in a notebook): the population figures, drawn and saved
+    through the package, leave ``matplotlib.rcParams`` exactly as the caller set them."""
+    import matplotlib
+
+    from patchassoc import api
+    from patchassoc.figures import catalog, population_dynamics
+
+    with matplotlib.rc_context({"font.size": 17, "axes.grid": False, "lines.linewidth": 3.5}):
+        before = dict(matplotlib.rcParams)
+        result = api.population_descent("tiny", steps=30, records=5)
+        population_dynamics.plot(result)
+        paths = catalog.DRAWERS["population"](
+            type("Outcome", (), {"products": {"result": result}})(), tmp_path)
+        after = dict(matplotlib.rcParams)
+    assert sorted(k for k in before if before[k] != after[k]) == []
+    assert {p.name for p in paths} >= {"population_dynamics.png", "population_attention_maps.png"}
+
+
+def test_saving_a_figure_in_a_process_with_a_set_backend_keeps_it_and_the_rc_settings():
+    """The acceptance line with the user's rc settings: import, draw, save in a process whose
+    backend is svg; the backend and every rc setting are as the user left them."""
+    out = run_python("""
+        import json, tempfile
+        import matplotlib
+        matplotlib.use("svg")
+        matplotlib.rcParams["font.size"] = 13
+        before = dict(matplotlib.rcParams)
+        import patchassoc.figures
+        from patchassoc import api
+        from patchassoc.figures import population_dynamics
+        assert matplotlib.get_backend() == "svg"
+        population_dynamics.save(api.population_descent("tiny", steps=20, records=4),
+                                 tempfile.mkdtemp())
+        changed = sorted(k for k in before if before[k] != matplotlib.rcParams[k])
+        print(json.dumps(dict(backend=matplotlib.get_backend(), changed=changed)))
+        """)
+    r = json.loads(out.strip().splitlines()[-1])
+    assert r == {"backend": "svg", "changed": []}
