@@ -78,7 +78,10 @@ def plot_partition(structure: Structure, ax) -> None:
     else:
         ax.imshow(labels[None, :], cmap=_partition_cmap(L), vmin=-0.5, vmax=L - 0.5,
                   aspect="auto")
-        ax.set_title("partition S (colour = set)", fontsize=8)
+        if D <= 40:
+            for i in range(D):
+                ax.text(i, 0, str(i), ha="center", va="center", fontsize=6, color="white")
+        ax.set_title("partition S\n(colour = set, number = patch)", fontsize=8)
     ax.set_xticks([])
     ax.set_yticks([])
     ax.grid(False)
