@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.transforms import offset_copy
 
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult
 from patchassoc.simulations.analysis.stats import mean_interval
@@ -78,15 +79,21 @@ def _accuracy_panel(ax, result: ShuffleResult) -> None:
     models = list(result.meta["models"])
     for k, m in enumerate(models):
         mine = sorted(result.blocks_of(m))
-        # the models side by side at each B (a small offset in log2 B), so that their error
-        # bars do not hide one another
-        dodge = 0.06 * (k - (len(models) - 1) / 2)
+        # the models side by side at each B (shifted by a few points on the page, the data
+        # keep their B), so that their error bars do not hide one another
+        dodge = offset_copy(ax.transData, fig=ax.figure,
+                            x=6.0 * (k - (len(models) - 1) / 2), y=0.0, units="points")
         acc = np.array([result.accuracy_of(m, b) for b in mine])  # blocks x seeds
         cis = [mean_interval(row) for row in acc]
         mean = np.array([c["mean"] for c in cis])
         half = np.array([0.0 if c["n"] < 2 else c["half_width"] for c in cis])
-        ax.errorbar(np.log2(mine) + dodge, 100 * mean, yerr=100 * half, marker="o", capsize=3,
+        ax.errorbar(np.log2(mine), 100 * mean, yerr=100 * half, marker="o", capsize=3,
+                    transform=dodge,
                     color=_COLORS.get(m), label=_LABELS.get(m, m))
+        for ends in (mean - half, mean + half):   # the shifted artists do not autoscale
+            ax.update_datalim(np.column_stack([np.log2(mine), 100 * ends]))
+    ax.margins(x=0.08)
+    ax.autoscale_view()
     ax.set_xticks(x)
     ax.set_xticklabels([f"{b}\n(none)" if b == side else str(b) for b in blocks])
     ax.set_xlabel("shuffle block size B (pixels)")
