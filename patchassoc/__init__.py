@@ -36,7 +36,7 @@ from patchassoc.api import (Config, association, bayes_error, check, population_
                             population_eval, population_flow, preset, prove_lemmas, sample,
                             train)
 
-__version__ = "0.1.0"
+from patchassoc._version import __version__
 
 __all__ = ["Config", "preset", "sample", "train", "population_eval", "population_descent",
            "population_flow", "bayes_error", "association", "prove_lemmas", "check", "__version__"]

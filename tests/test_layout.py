@@ -317,7 +317,19 @@ def shadowed_submodule_violations(root: Path) -> list[str]:
     return out
 
 
+def unlisted_packages(root: Path) -> list[str]:
+    """Folders with an ``__init__.py`` under the package folders that ``setup.cfg``'s
+    ``packages`` leaves out: the wheel would not hold them."""
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(root) / "setup.cfg")
+    listed = set(cfg.get("options", "packages", fallback="").split())
+    files = modules(root)
+    return sorted(m for m, path in files.items()
+                  if path.name == "__init__.py" and m not in listed)
+
+
 CHECKS = {
+    "package not listed in setup.cfg": unlisted_packages,
     "module in no layer of the contract": unplaced_modules,
     "module loaded by string": string_load_violations,
     "same file name": duplicate_name_violations,
@@ -499,6 +511,11 @@ def test_a_duplicate_file_name_is_reported(tmp_path):
     root = _tree(tmp_path, {**_BASE, "figures/config.py": ""})
     assert duplicate_name_violations(root) == [
         "config.py: patchassoc.figures.config, patchassoc.theory.config"]
+
+
+def test_an_unlisted_package_is_reported(tmp_path):
+    root = _tree(tmp_path, {**_BASE, "theory/extra/__init__.py": ""})
+    assert unlisted_packages(root) == ["patchassoc.theory.extra"]
 
 
 def test_a_submodule_shadowed_by_its_package_is_reported(tmp_path):

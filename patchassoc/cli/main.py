@@ -48,6 +48,7 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
                                 main_robustness, main_sample_size, main_scaling, main_seeds,
                                 main_solutions, main_train, main_transfer, main_vit)
 
+    from patchassoc._version import __version__
     from patchassoc.cli.options import nonneg_int, out_path
     from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
     from patchassoc.simulations.runtime.results import to_jsonable
@@ -137,6 +138,8 @@ def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, di
                      description="Exact computation and simulation of patch association in "
                                  "positional-attention vision transformers (Jelassi, Sander, Li, "
                                  "NeurIPS 2022).")
+    parser.add_argument("--version", action="version", version=f"patchassoc {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     shared = _shared_options()
     for name, mod in commands.items():
@@ -262,6 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = Path(args.out if args.out is not None else DEFAULT_OUT / args.command)
         if getattr(mod, "WRITES_OUT", True):
             created = check_writable(out)
+            if "matplotlib.pyplot" not in sys.modules:  # its own process: figures go to files
+                import matplotlib
+                matplotlib.use("Agg")  # (a caller's pyplot, in process, is left as it is)
         if getattr(args, "dask", None) is not None:
             from patchassoc.simulations.runtime.executor import connect_dask
             dask = args.dask = connect_dask(args.dask, getattr(args, "dask_timeout", None))

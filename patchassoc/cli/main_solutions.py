@@ -17,9 +17,11 @@ SPEC section 6, claim 3; conventions in :mod:`patchassoc.theory.solutions`.
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.theory import solutions as th
 
 
@@ -83,12 +85,7 @@ def run(ctx) -> dict:
     return outcome.summary
 
 
-def _fmt(x, spec=".4g"):
-    if x is None:
-        return "-"
-    if isinstance(x, float) and math.isinf(x):
-        return "inf"
-    return format(x, spec)
+_fmt = functools.partial(num, missing="-")  # the shared formatting
 
 
 def render_table(s: dict) -> str:
@@ -113,7 +110,7 @@ def render_table(s: dict) -> str:
                     f"{r['generalizes_from_lambda']:g} ({r['share_from_lambda']:.2f})")
         if r["name"].startswith("gd-"):
             gen_from = ""
-        rows.append((r["label"], r["method"], f"{r['alpha']:.3f}", _fmt(r["risk"]), err,
+        rows.append((r["label"], r["method"], f"{r['alpha']:.3f}", _fmt(r["risk"], '.4g'), err,
                      _fmt(r["error_over_bayes"], ".3f"), f"{r['topc_rows']}/{pr['D']}",
                      f"{r['share_min']:.3f}", f"{r['mass_min']:.3f}", r["association"],
                      r["generalizes"], r["nearest"], gen_from))

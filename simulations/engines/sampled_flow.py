@@ -60,7 +60,6 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 from scipy.integrate import BDF, LSODA, Radau

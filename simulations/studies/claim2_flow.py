@@ -655,7 +655,7 @@ def _study():
         run=reproduce, cost=300, kernels=("sampled",),
         figures=("seeds_flow", "seeds_horizon", "gaussian_cnn"),
         version=f"{PROTOCOL}/{SAMPLED_FLOW_VERSION}/{c2.PROTOCOL}",
-        options=("budget_readings",))
+        options=("budget_readings",), statement=c2.CLAIM, live=c2.live)
     size = Study(
         name="sample_size", readings=sample_size_readings,
         what="the sample-size law of the empirical-risk flow, a declared preview (N = 1000, "

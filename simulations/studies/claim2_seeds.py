@@ -15,11 +15,13 @@ SPEC section 6 (claim 2, and "Claims read at a declared horizon").
 from __future__ import annotations
 
 import math
+import tempfile
 from pathlib import Path
 
 from patchassoc.simulations.analysis.stats import wilson_interval  # noqa: F401 (re-exported)
 
-from patchassoc.simulations.runtime.executor import default_jobs
+from patchassoc.simulations.engines.population.trajectory import run_population
+from patchassoc.simulations.engines.sampled_descent import TrainResult
 from patchassoc.simulations.runtime.results import read_json_object, write_json
 # the seed rule's names, re-exported here: their home is common.seed_rule
 from patchassoc.simulations.studies.common.seed_rule import (  # noqa: F401
@@ -28,7 +30,7 @@ from patchassoc.simulations.studies.common.seed_rule import (  # noqa: F401
     _moving, _over_seeds, cause_of, invariance_z, pass_rate_curve, run_seed, run_seeds,
     seed_times, seeds_summary, trend)
 from patchassoc.simulations.studies.fig2_control import run_pair
-from patchassoc.simulations.studies.study import Outcome
+from patchassoc.simulations.studies.study import LiveContext
 from patchassoc.simulations.studies.verdicts import (
     as_preview,
     controls_ok,
@@ -37,7 +39,6 @@ from patchassoc.simulations.studies.verdicts import (
     matrix_controls,
     not_run,
     record,
-    reference_structure,
     step_summary,
     with_cause,
 )
@@ -266,3 +267,18 @@ def readings(s: dict) -> dict[str, str]:
         f"{st['assoc_D']} rows, share min {st['assoc_share_min']:.3f}, ARI "
         f"{st['ari_top_c']:.2f}.")
     return out
+
+
+def live(ctx: LiveContext) -> dict:
+    """Claim 2 now, from one seed of sampled GD (a preview; the claim is the seeds' study,
+    ``patchassoc seeds``); ``not run`` when training is skipped. The training run is shared
+    with claim 3's live check (``ctx.shared["train_result"]``)."""
+    if not ctx.train:
+        return not_run("2", "training skipped (--no-train)", claim=CLAIM)
+    pop = ctx.cached("population", lambda: run_population(ctx.config, ctx.seed, steps=3000))
+    ctx.say("[check] claim 2: one seed of sampled GD (the claim: `patchassoc seeds`)")
+    with tempfile.TemporaryDirectory() as tmp:
+        cell = SeedCell(ctx.seed)
+        rec = run_seed(SeedTask.make(ctx.config, tmp), cell)
+        ctx.shared["train_result"] = TrainResult.load(Path(tmp) / cell.key)
+    return claim2(seeds_summary([rec], quick=True), None, pop.structure, source="one seed now")

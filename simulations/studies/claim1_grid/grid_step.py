@@ -1,4 +1,5 @@
-"""Claim 1's run (:func:`compute`), its reproduction step and the report's readings.
+"""Claim 1's run (:func:`~patchassoc.simulations.studies.claim1_grid.grid_step.compute`), its
+reproduction step and the report's readings.
 
 References
 ----------
@@ -10,10 +11,11 @@ import math
 from pathlib import Path
 
 from patchassoc.simulations.engines.population.flow import FLOW_VERSION, T_MAX
+from patchassoc.simulations.engines.population.trajectory import run_population
 from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies.claim1_grid.grid_points import GridTask, run_grid
-from patchassoc.simulations.studies.claim1_grid.grid_verdict import _ref_text, verdict
+from patchassoc.simulations.studies.claim1_grid.grid_verdict import CLAIM, _ref_text, claim1, verdict
 from patchassoc.simulations.studies.common.horizon_rule import (
     DS,
     EXTENDED_MAX_D,
@@ -29,7 +31,7 @@ from patchassoc.simulations.studies.common.horizon_rule import (
     grid_cells,
     grid_summary,
 )
-from patchassoc.simulations.studies.study import Outcome, Study
+from patchassoc.simulations.studies.study import LiveContext, Outcome, Study
 from patchassoc.simulations.studies.verdicts import CAUSES
 
 
@@ -153,9 +155,18 @@ def readings(s: dict) -> dict[str, str]:
     return {"claim1_grid": text}
 
 
+def live(ctx: LiveContext) -> dict:
+    """Claim 1 now, at the reference point only: population GD for 3000 steps (a preview; the
+    claim is the grid's, ``patchassoc grid``). The run is shared with claim 2's live check."""
+    ctx.say("[check] claim 1: population GD at the reference point (the grid: `patchassoc grid`)")
+    pop = ctx.cached("population", lambda: run_population(ctx.config, ctx.seed, steps=3000))
+    return claim1(None, pop.structure, pop.summary(), source="population GD now (3000 steps)")
+
+
 STUDY = Study(
     name="grid", claim="1", verdict=verdict, readings=readings,
     what="claim 1 on the (L, C, d) grid: the gradient flow to its horizon with the diagonal "
          "fixed (and, with --budget-readings, 10,000 GD steps), map",
     run=reproduce, cost=120, kernels=("exact",), figures=("claim1_grid",),
-    version=f"{PROTOCOL}/{FLOW_VERSION}", options=("budget_readings",))
+    version=f"{PROTOCOL}/{FLOW_VERSION}", options=("budget_readings",), statement=CLAIM,
+    live=live)

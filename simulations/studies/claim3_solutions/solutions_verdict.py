@@ -23,7 +23,7 @@ from patchassoc.simulations.studies.claim3_solutions.table import (
     QUICK_LAMBDAS,
     solutions_table,
 )
-from patchassoc.simulations.studies.study import Outcome, Study
+from patchassoc.simulations.studies.study import LiveContext, Outcome, Study
 from patchassoc.simulations.studies.verdicts import (
     controls_ok,
     controls_text,
@@ -206,7 +206,18 @@ def verdict(root: Path) -> dict:
     return claim3(read_json_object(sol_dir / "metrics.json"), source=str(sol_dir))
 
 
+def live(ctx: LiveContext) -> dict:
+    """Claim 3 now, at the largest lambda only (a preview; the claim is the table's,
+    ``patchassoc solutions``), on claim 2's live training run when it ran."""
+    lam = DEFAULT_LAMBDAS[-1]
+    tr = ctx.shared.get("train_result")
+    ctx.say("[check] claim 3: solutions at the largest lambda ...")
+    res, _ = solutions_table(ctx.config, ctx.seed, lambdas=(lam,), train_result=tr,
+                             sampled=tr is not None, progress=ctx.progress)
+    return claim3(res.summary(), source=f"solutions now (lambda = {lam:g})")
+
+
 STUDY = Study(
     name="solutions", claim="3", verdict=verdict, readings=readings, inputs=("train",),
     what="certified catalogue of generalizing solutions", run=reproduce, cost=97,
-    kernels=("exact", "sampled"), figures=("solutions_lambda_main",))
+    kernels=("exact", "sampled"), figures=("solutions_lambda_main",), statement=CLAIM, live=live)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.simulations.studies.claim7_scaling.scaling_cells import FLOW_T_MAX, STEPS_PER_LOG
 from patchassoc.simulations.studies.common.scaling_family import GD_KS
 from patchassoc.simulations.studies.verdicts import from_step, with_cause
@@ -20,7 +21,7 @@ CLAIM = "scaling: errors and phase times move with d as the theorems say"
 # -- claim 7, its cause and readings ------------------------------------------------------------
 def _exps(test: dict | None) -> str:
     ex = (test or {}).get("exponents") or []
-    return "[" + ", ".join(_num(x) for x in ex) + "]"
+    return "[" + ", ".join(num(x, '.2f') for x in ex) + "]"
 
 
 def _flows_on(summary: dict) -> list[dict]:
@@ -40,19 +41,19 @@ def _moving_text(r: dict) -> str:
     bayes = r["bayes"]
     parts = [f"d = {r['d']}"]
     if not (f["status"] == "ok" or f["status"].startswith("stationary")):
-        parts.append(f"flow {f['status']} (horizon {_num(f.get('t_max'), '{:.0e}')})")
+        parts.append(f"flow {f['status']} (horizon {num(f.get('t_max'), '.0e')})")
     if tr.get("error_from") is not None:
         parts.append(f"error {tr['error_from'] / bayes:.4g} -> {tr['error_to'] / bayes:.4g} x "
                      f"Bayes over t = {tr['t_from']:.2g} .. {tr['t_to']:.2g} (change "
                      f"{tr['error_change'] / bayes:+.2e} x Bayes, tol(d) = "
                      f"{_tol_text(f, bayes)} x Bayes), share {tr['share_change']:+.2e}, "
-                     f"b - c slope {_num(tr.get('gap_slope'))} per unit ln t")
+                     f"b - c slope {num(tr.get('gap_slope'), '.2f')} per unit ln t")
     parts.append(f"limit class {f.get('limit')}")
     return f"{parts[0]}: " + "; ".join(parts[1:])
 
 
 def _tol_text(f: dict, bayes: float) -> str:
-    return _num((f.get("tol") or 0.0) / bayes if bayes else None, "{:.0e}")
+    return num((f.get("tol") or 0.0) / bayes if bayes else None, ".0e")
 
 
 def cause_of(summary: dict) -> dict | None:
@@ -72,7 +73,7 @@ def cause_of(summary: dict) -> dict | None:
     if passing:
         return {"code": "iii", "why": "; ".join(
             f"{k} attention passes the rule: local exponents {_exps(tests[k])} (rise "
-            f"{_num(tests[k].get('rise'))})" for k in passing)}
+            f"{num(tests[k].get('rise'), '.2f')})" for k in passing)}
     rows = _flows_on(summary)
     moving = [r for r in rows if not (r.get("flow") or {}).get("settled")]
     if moving:
@@ -81,7 +82,7 @@ def cause_of(summary: dict) -> dict | None:
     ratios = ", ".join(_ratio(r['flow']['error_high'] / r['bayes']) for r in rows)
     why = (f"the flows settled (error moved <= tol(d) over the last decade at every d; limit "
            f"classes {limits}); their certified errors, {ratios} x Bayes, have local exponents "
-           f"{_exps(flow)} (rise {_num(flow.get('rise'))}): "
+           f"{_exps(flow)} (rise {num(flow.get('rise'), '.2f')}): "
            + ("not increasing at every pair" if not flow.get("increasing")
               else f"rise below {summary.get('min_rise')}"))
     return {"code": "ii", "why": why}
@@ -116,10 +117,10 @@ def claim7(summary: dict) -> dict:
     budget = [((r.get("gd") or {}).get("error_high") / r["bayes"]
                if (r.get("gd") or {}).get("reached") else None) for r in rows]
     limits = [(r.get("flow") or {}).get("limit") for r in rows]
-    horizon = _num(summary.get("t_max"), "{:.0e}")
+    horizon = num(summary.get("t_max"), ".0e")
     detail = (f"flow at the horizon t = {horizon} over d = {a.get('gd_ds')}: certified error "
               f"[{', '.join(_ratio(x) for x in ratios)}] x Bayes, local exponents "
-              f"{_exps(flow)} (rise {_num(flow.get('rise'))}, needs increasing and >= "
+              f"{_exps(flow)} (rise {num(flow.get('rise'), '.2f')}, needs increasing and >= "
               f"{summary.get('min_rise')}); limit classes {', '.join(map(str, limits))}; "
               f"beside it, GD within "
               f"ceil({summary.get('steps_per_log', STEPS_PER_LOG):g} ln d) steps: "
@@ -157,10 +158,6 @@ def claim7(summary: dict) -> dict:
                           "gd_ks": list(GD_KS), "t_max": FLOW_T_MAX},
             "rule_holds": rule, "verdict": decided, "detail": detail, "cause": cause,
             "status": status}
-
-
-def _num(x, fmt="{:.2f}") -> str:
-    return "n/a" if x is None else fmt.format(x)
 
 
 def _ratio(x) -> str:

@@ -7,14 +7,15 @@ SPEC section 6, item 7.
 from __future__ import annotations
 
 from patchassoc.simulations.studies.claim7_scaling.scaling_cells import POLYLOG_GAMMA, TIME_CRITERIA
-from patchassoc.simulations.studies.claim7_scaling.rule import _exps, _num, _ratio, claim7
+from patchassoc.simulations.analysis.formatting import num
+from patchassoc.simulations.studies.claim7_scaling.rule import _exps, _ratio, claim7
 from patchassoc.simulations.studies.common.scaling_family import TOL_FACTOR
 from patchassoc.simulations.studies.verdicts import CAUSES
 
 
 def _end(test: dict, i: int) -> str:
     ex = test.get("exponents") or []
-    return _num(ex[i]) if ex else "n/a"
+    return num(ex[i], '.2f') if ex else "n/a"
 
 
 def _fit_text(fit: dict | None, digits: int = 2) -> str:
@@ -51,7 +52,7 @@ def readings(s: dict) -> dict[str, str]:
         flow_text = ""
         if fl:
             flow_text = (f"GD's solution at the declared horizon (the exact flow to t = "
-                         f"{_num(s.get('t_max'), '{:.0e}')} GD steps, certified at tol(d) = "
+                         f"{num(s.get('t_max'), '.0e')} GD steps, certified at tol(d) = "
                          f"{s.get('tol_factor', TOL_FACTOR):g} x Bayes): error "
                          + ", ".join(f"{r['flow']['error_high']:.3e} "
                                      f"({_ratio(r['flow']['error_high'] / r['bayes'])} x Bayes, "
@@ -61,12 +62,13 @@ def readings(s: dict) -> dict[str, str]:
             for r in odd:
                 f, tr = r["flow"], r["flow"].get("trend") or {}
                 flow_text += (f"At d = {r['d']} the limit class is {f['limit']}: over the last "
-                              f"decade b - c moved with slope {_num(f.get('slope_bc'))} per unit "
-                              f"ln t (to {_num(f['horizon'].get('gap_bc'))}; b by "
-                              f"{_num(tr.get('b_change'), '{:+.2f}')}, c by "
-                              f"{_num(tr.get('c_change'), '{:+.2f}')}), the share by "
-                              f"{_num(tr.get('share_change'), '{:+.1e}')} and the error by "
-                              f"{_num((tr.get('error_change') or 0.0) / r['bayes'], '{:+.1e}')} x "
+                              f"decade b - c moved with slope "
+                              f"{num(f.get('slope_bc'), '.2f')} per unit "
+                              f"ln t (to {num(f['horizon'].get('gap_bc'), '.2f')}; b by "
+                              f"{num(tr.get('b_change'), '+.2f')}, c by "
+                              f"{num(tr.get('c_change'), '+.2f')}), the share by "
+                              f"{num(tr.get('share_change'), '+.1e')} and the error by "
+                              f"{num((tr.get('error_change') or 0.0) / r['bayes'], '+.1e')} x "
                               f"Bayes ({'settled' if f.get('settled') else 'still moving'} at "
                               f"tol(d)). ")
             ext = a.get("tests_extended")
@@ -134,11 +136,11 @@ def readings(s: dict) -> dict[str, str]:
         if b["vs_d"]:
             fd = b["fits_d"]["t_share"]
             g, be = fd.get("gamma"), fd.get("beta")
-            txt += (f"Beside them, GD within the budget: phase times t_alpha "
+            txt += ("Beside them, GD within the budget: phase times t_alpha "
                     + ", ".join(str(r["t_alpha"]) for r in b["vs_d"]) + " and t_share "
                     + ", ".join(str(r["t_share"]) for r in b["vs_d"]) + " steps at d = "
                     + ", ".join(str(r["d"]) for r in b["vs_d"]) + "; final share "
-                    + ", ".join(_num(r["share_final"]) for r in b["vs_d"]) + ". ")
+                    + ", ".join(num(r["share_final"], '.2f') for r in b["vs_d"]) + ". ")
             if g:
                 txt += (f"t_share ~ d^gamma with gamma = {g['slope']:.3f}"
                         + (f" [{g['ci_low']:.3f}, {g['ci_high']:.3f}]" if g["ci_low"] is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 from patchassoc.simulations.engines.population.flow import FLOW_VERSION
 from patchassoc.simulations.studies.claim7_scaling.scaling_cells import PROTOCOL
 from patchassoc.simulations.studies.claim7_scaling.scaling_readings import readings
-from patchassoc.simulations.studies.claim7_scaling.rule import verdict
+from patchassoc.simulations.studies.claim7_scaling.rule import CLAIM, verdict
 from patchassoc.simulations.studies.claim7_scaling.studies import compute
 from patchassoc.simulations.studies.study import Outcome, Study
 
@@ -28,4 +28,4 @@ STUDY = Study(
          "along the declared family",
     run=reproduce, cost=25, kernels=("exact", "sampled"),
     figures=("scaling_error", "scaling_dynamics", "scaling_sampled"),
-    version=f"{PROTOCOL}/{FLOW_VERSION}")
+    version=f"{PROTOCOL}/{FLOW_VERSION}", statement=CLAIM)

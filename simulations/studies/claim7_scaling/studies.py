@@ -1,4 +1,6 @@
-"""Claim 7's three studies from their cells, and :func:`compute`, which runs them into a folder.
+"""Claim 7's three studies from their cells, and
+:func:`~patchassoc.simulations.studies.claim7_scaling.studies.compute`, which runs them into a
+folder.
 
 (a) the errors against d, (b) the dynamics against d and D with their fits, (c) sampled data
 against d.

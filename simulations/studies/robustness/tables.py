@@ -13,11 +13,13 @@ SPEC section 6 (robustness: the table and its reading).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
 import numpy as np
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.simulations.engines.population.flow import T_MAX, reached_horizon
 from patchassoc.simulations.studies.robustness.variants import (
     CLAIM3_NOTE, FAMILY_KS, REFERENCE, REFERENCE_POINT, STALL_ALPHA, SUBGRID_MAX_D, Variant,
@@ -159,8 +161,8 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
             if stuck:
                 why += "; besides, settled at a limit other than association: " + ", ".join(
                     f"d = {r['d']} ({r['limit']}, alpha "
-                    f"{_fmt((r.get('horizon') or {}).get('alpha'), '.3g')}, error "
-                    f"{_fmt(r['error_high'] / r['bayes'], '.3g')} x Bayes)" for r in stuck)
+                    f"{num((r.get('horizon') or {}).get('alpha'), '.3g')}, error "
+                    f"{num(r['error_high'] / r['bayes'], '.3g')} x Bayes)" for r in stuck)
             cause = _cause("i", why)
         else:
             ex = tests["flow"]
@@ -168,7 +170,7 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
                                  f"{', '.join(str(r['limit']) for r in recs)}); the certified "
                                  f"errors' exponents {_exps(ex)} "
                                  + ("are not increasing at every pair" if not ex["increasing"]
-                                    else f"rise by {_fmt(ex['rise'])} < {ex['min_rise']}"))
+                                    else f"rise by {num(ex['rise'], '.2f')} < {ex['min_rise']}"))
     status = ("pass" if rule else "fail") if not reasons else "no verdict"
     return {"status": status, "passed": status == "pass", "rule_holds": rule,
             "reasons": reasons, "ds": ds, "tests": tests,
@@ -183,12 +185,8 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
             "flow_cpu_seconds": float(sum(r.get("cpu_seconds", 0.0) for r in recs))}
 
 
-def _fmt(x, spec=".2f") -> str:
-    return "n/a" if x is None else format(float(x), spec)
-
-
 def _exps(test: dict) -> str:
-    return "[" + ", ".join(_fmt(x) for x in test.get("exponents") or []) + "]"
+    return "[" + ", ".join(num(x, '.2f') for x in test.get("exponents") or []) + "]"
 
 
 def _unsettled_text(r: dict) -> str:
@@ -197,9 +195,9 @@ def _unsettled_text(r: dict) -> str:
                 f"({r.get('reason') or r.get('status')})")
     tr = r.get("trend") or {}
     return (f"d = {r['d']}: flow {r['status']}, class {r['limit']}, error "
-            f"{_fmt(tr.get('error_from', 0) / r['bayes'], '.4g')} -> "
-            f"{_fmt(tr.get('error_to', 0) / r['bayes'], '.4g')} x Bayes over the last decade "
-            f"(tol(d) = {_fmt(r.get('tol', 0) / r['bayes'], '.0e')} x Bayes)")
+            f"{num(tr.get('error_from', 0) / r['bayes'], '.4g')} -> "
+            f"{num(tr.get('error_to', 0) / r['bayes'], '.4g')} x Bayes over the last decade "
+            f"(tol(d) = {num(r.get('tol', 0) / r['bayes'], '.0e')} x Bayes)")
 
 
 def claim2_reading(recs: Sequence[dict]) -> dict:
@@ -239,8 +237,7 @@ def variant_reading(variant: Variant, points: Sequence[dict], family: Sequence[d
             "claim2": claim2_reading(seeds), "claim7": c7}
 
 
-def _tsec(x) -> str:
-    return "n/a" if x is None else f"{x:.2g}"
+_tsec = functools.partial(num, spec=".2g")  # the shared formatting
 
 
 def _cell1(c: dict) -> tuple[str, str]:
@@ -268,7 +265,7 @@ def _cell2(c: dict) -> tuple[str, str]:
 def _cell7(c: dict) -> tuple[str, str]:
     if c.get("status") == "not run":
         return "not run", ""
-    key = f"rise {_fmt(c.get('rise'))}, exponents {_exps(c['tests']['flow'])}"
+    key = f"rise {num(c.get('rise'), '.2f')}, exponents {_exps(c['tests']['flow'])}"
     if c["status"] == "fail" and c.get("cause"):
         return f"FAIL ({c['cause']['code']})", key
     return {"pass": "PASS", "fail": "FAIL", "no verdict": "no verdict",
