@@ -3,6 +3,10 @@
 Every subcommand shares the options ``--preset``, ``--set key=value`` (repeatable, any
 :class:`~patchassoc.theory.config.Config` field), ``--seed``, ``--out``, ``--json`` (exactly one
 JSON object on stdout, nothing else there) and ``--quiet`` (no progress bar on stderr).
+Option names come from one vocabulary (:data:`patchassoc.cli.options.VOCABULARY`, lower case,
+one name per idea); a name it replaced still works for one release, hidden from ``--help``, and
+prints one line ``patchassoc: --old is deprecated; use --new (it goes in 0.2)`` on stderr (not
+under ``--quiet``; :data:`patchassoc.cli.options.DEPRECATED`).
 
 A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It defines
 
@@ -49,7 +53,8 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
                                 main_solutions, main_train, main_transfer, main_vit)
 
     from patchassoc._version import __version__
-    from patchassoc.cli.options import nonneg_int, out_path
+    from patchassoc.cli.options import (DEPRECATED, add_deprecated_aliases, current_argv,
+                                        deprecation_notices, nonneg_int, out_path)
     from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
     from patchassoc.simulations.runtime.results import to_jsonable
 except KeyboardInterrupt:
@@ -85,15 +90,27 @@ class Context:
         if self.progress and not self.json:
             print(message, file=sys.stderr, flush=True)
 
+    @property
+    def figures(self) -> bool:
+        """Whether the command draws its figures (not with ``--no-figures``)."""
+        return not getattr(self.args, "no_figures", False)
+
+    def draw(self, study: str, outcome, folder: Path | None = None) -> list[str]:
+        """The study's figures drawn from ``outcome`` into ``folder`` (default ``out``), their
+        paths; none with ``--no-figures``, which then imports no plotting code at all."""
+        if not self.figures:
+            return []
+        from patchassoc.figures.catalog import draw
+        return draw(study, outcome, self.out if folder is None else folder)
+
     def finish(self, study: str, outcome, what: str) -> dict:
         """The outcome's summary with the study's figures drawn into ``out`` (unless
         ``--no-figures``), its animation with ``--animate``, and one line on stderr when the
         run stopped early (``what stopped: status``): what it recorded was saved."""
-        from patchassoc.figures.catalog import animate, draw
         summary = outcome.summary
-        if not getattr(self.args, "no_figures", False):
-            summary["figures"] = draw(study, outcome, self.out)
+        summary["figures"] = self.draw(study, outcome)
         if getattr(self.args, "animate", False):
+            from patchassoc.figures.catalog import animate
             self.log(f"[{study}] animating the dynamics ...")
             summary["animations"] = animate(study, outcome, self.out)
             self.log(f"[{study}] animation: {', '.join(summary['animations'])}")
@@ -149,6 +166,8 @@ def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, di
                            description=describe() if full and describe else mod.HELP)
         if full and hasattr(mod, "add_arguments"):
             mod.add_arguments(p)
+        if full:    # the replaced names, hidden, for one release (patchassoc.cli.options)
+            add_deprecated_aliases(p, DEPRECATED.get(name, {}))
     return parser, commands
 
 
@@ -259,6 +278,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
+        for line in deprecation_notices(args):      # an old option name: one line each
+            if not args.quiet:
+                print(line, file=sys.stderr, flush=True)
+        argv = current_argv(args.command, argv)     # a resume hint shows the new names
         mod = commands[args.command]
         config, overrides, preset_name = _resolve_config(
             args, getattr(mod, "DEFAULT_PRESET", "ref"))

@@ -12,7 +12,7 @@ benchmark (never downloaded; no declared study, so never a verdict).
 
 The data sets with a declared study (:data:`DECLARED`) each have their floor, seeds and
 training-set size; a run smaller than its declared study is a preview. Claim 6 is decided on
-Fashion-MNIST when its study folder is given to ``patchassoc check --vit DIR``, on the digits
+Fashion-MNIST when its study folder is given to ``patchassoc check --vit-from DIR``, on the digits
 otherwise; the record names the data set it was decided on (:func:`decide`).
 
 Controls, trained with the same recipe and seeds: a ViT whose attention is fixed to uniform
