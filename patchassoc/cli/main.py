@@ -16,13 +16,21 @@ A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It
 - ``run(ctx) -> dict``: the work, given a :class:`Context`; returns the JSON-ready summary.
   It may define ``render(summary) -> str`` for the human-readable text (default: key: value).
 
-Bad input (:class:`ValueError`, including
-:class:`~patchassoc.simulations.runtime.errors.UsageError`, and argument errors), a file that
-cannot be read as what it should be
-(:class:`~patchassoc.simulations.runtime.errors.CorruptFile`) and every operating-system error
-(:class:`OSError`: a read-only or full disk, a path that is not a folder or is too long, a
-permission denied; the message names the path) print one line ``patchassoc: error: ...`` on
-stderr and exit with status 2. A command that writes into ``--out`` first checks that it can
+An error prints one line ``patchassoc: error: ...`` on stderr, and the exit status says which
+kind it was (:func:`exit_status`):
+
+- 2, a usage or configuration error: argument errors, bad input (:class:`ValueError`, including
+  :class:`~patchassoc.simulations.runtime.errors.UsageError`: an invalid configuration, size,
+  option value or input folder, a Dask address that does not answer);
+- 1, a data, operating-system or runtime error: a file that cannot be read as what it should be
+  (:class:`~patchassoc.simulations.runtime.errors.CorruptFile`), every operating-system error
+  (:class:`OSError`: a read-only or full disk, a path that is not a folder or is too long, a
+  permission denied; the message names the path), a tool or download the command runs that
+  fails (:class:`~patchassoc.simulations.runtime.errors.RunError`), and running out of memory.
+  A command whose result fails (a claim that fails, a reproduction step that failed) also
+  exits with 1.
+
+A command that writes into ``--out`` first checks that it can
 (the folder is created and a probe file written), so a run never computes for minutes and
 then fails to save. A Dask address (``--dask``) is connected before the run, with a bounded
 wait (``--dask-timeout``).
@@ -55,13 +63,14 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
     from patchassoc._version import __version__
     from patchassoc.cli.options import (DEPRECATED, add_deprecated_aliases, current_argv,
                                         deprecation_notices, nonneg_int, out_path)
-    from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
+    from patchassoc.simulations.runtime.errors import (CorruptFile, Interrupted, RunError,
+                                                       UsageError, interrupted_by)
     from patchassoc.simulations.runtime.results import to_jsonable
 except KeyboardInterrupt:
     sys.stderr.write("patchassoc: interrupted while starting; nothing was done\n")
     raise SystemExit(130) from None
 
-__all__ = ["main", "Context", "COMMANDS", "build_parser"]
+__all__ = ["main", "Context", "COMMANDS", "build_parser", "exit_status"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = (main_train, main_locality, main_reproduce, main_population, main_population_eval,
@@ -188,6 +197,14 @@ def _render(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def exit_status(exc: BaseException) -> int:
+    """The exit status of an error the command line reports in one line: 2 for a usage or
+    configuration error, 1 for a data, operating-system or runtime error (module notes)."""
+    if isinstance(exc, (CorruptFile, RunError, OSError, MemoryError)):
+        return 1
+    return 2
+
+
 def _os_error(exc: OSError) -> str:
     """One line for an operating-system error, naming the path(s) when it has them."""
     what = exc.strerror or str(exc) or type(exc).__name__
@@ -295,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       progress=not args.quiet,
                       json=args.json, args=args, overrides=overrides, preset_name=preset_name)
         summary = mod.run(ctx)
-    except (ValueError, OSError, MemoryError) as exc:
+    except (ValueError, RunError, OSError, MemoryError) as exc:
         # bad input (UsageError, any ValueError), a file that cannot be read (CorruptFile), an
         # operating-system error (with its path), an impossible size numpy cannot allocate
         if isinstance(exc, OSError):
@@ -306,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = str(exc)
         print(f"patchassoc: error: {what}", file=sys.stderr)
         _remove_if_empty(created)
-        return 2
+        return exit_status(exc)
     except BaseException as exc:  # Ctrl-C, also when it reached a Numba kernel
         if not interrupted_by(exc):
             raise

@@ -5,7 +5,7 @@ cache (``~/.cache/patchassoc``) or in ``--data-dir``; otherwise fetches the pack
 download`` (no root) and extracts it with ``dpkg-deb -x`` into ``--data-dir`` or the cache. Every
 file is checked against the SHA-256 digest of its content stored in
 :mod:`patchassoc.simulations.engines.vit.fashion_mnist`; a corrupt file, or a machine where none
-of this works, gives one line on stderr and exit status 2 (naming the standard file names a user
+of this works, gives one line on stderr and exit status 1 (naming the standard file names a user
 can place by hand).
 """
 from __future__ import annotations
