@@ -363,7 +363,7 @@ def test_beyond_the_budget_D_a_point_is_read_by_the_flow_alone(tmp_path):
     assert ext["n_points"] == 1 and ext["budget"]["n_points"] == 0
     from patchassoc.figures import grid_map
     assert grid_map.gd_steps(rec) is None
-    with pytest.raises(ValueError, match="budget-max-D"):
+    with pytest.raises(ValueError, match="--budget-max-patches"):
         cg.compute(tmp_path, ds=(64,), max_D=4, budget_max_D=16)
 
 
