@@ -538,8 +538,8 @@ def folder_summary(folder) -> dict:
             raise UsageError(f"{path} is not the summary of a `patchassoc vit` comparison")
         _fill_loss_curves(data, folder)
         return data
-    raise FileNotFoundError(f"no `patchassoc vit` result in {folder} (summary.json expected: "
-                            f"the folder given to `patchassoc vit --out`)")
+    raise UsageError(f"no `patchassoc vit` result in {folder} (summary.json expected: the "
+                     f"folder given to `patchassoc vit --out`)")
 
 
 def _fill_loss_curves(summary: dict, folder: Path) -> None:
