@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from patchassoc.cli.options import positive_float, positive_int
+from patchassoc.cli.options import add_no_figures, positive_float, positive_int
 from patchassoc.simulations.runtime.errors import UsageError
 
 NAME = "vit"
@@ -81,10 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--heads", type=positive_int, default=None, help="override the recipe")
     g.add_argument("--max-train", type=positive_int, default=None, metavar="N",
                    help="use only the first N training images (quick checks)")
+    add_no_figures(g, "vit_attention.png and vit_shuffle.png")
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim6_vit import run_comparison
     a = ctx.args
     if a.data not in ("digits", "fashion-mnist") and a.data_dir is None:
@@ -105,7 +105,7 @@ def run(ctx) -> dict:
                              a.shuffle_epochs, a.shuffle_seeds, ctx.progress and not ctx.json,
                              a.max_train, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
                              dim=a.dim, depth=a.depth, heads=a.heads)
-    outcome.summary["figures"] = draw("vit", outcome, ctx.out)
+    outcome.summary["figures"] = ctx.draw("vit", outcome)
     return outcome.summary
 
 

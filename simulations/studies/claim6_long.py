@@ -13,7 +13,7 @@ from its saved runs, and gives the numbers of an uncut one.
 Writes into the study folder: the comparison (standard and positional ViT, 5 seeds) as a
 :class:`~patchassoc.simulations.engines.vit.comparison.ViTResult` (``config.json``,
 ``metrics.json``, ``arrays.npz``, as the 2-epoch study writes it, so ``vit_attention`` and
-``patchassoc check --vit`` read it alike), the curves of every run
+``patchassoc check --vit-from`` read it alike), the curves of every run
 (:class:`~patchassoc.simulations.engines.vit.curves.CurveResult`, in ``curves/``), the runs
 (``runs/``) and ``summary.json``: the comparison's summary, each control's and the CNN's
 accuracy with the positional model's paired gap over their seeds, the curves, the cost (this

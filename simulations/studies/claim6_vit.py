@@ -13,7 +13,7 @@ benchmark (never downloaded; no declared study, so never a verdict).
 The data sets with a declared study (:data:`DECLARED`) each have their floor, seeds and
 training-set size; a run smaller than its declared study is a preview. Claim 6 is decided on
 Fashion-MNIST's long study (``--recipe long``, :mod:`~.claim6_long`) when its folder is given to
-``patchassoc check --vit DIR``, on the digits otherwise; Fashion-MNIST's 2-epoch study is a
+``patchassoc check --vit-from DIR``, on the digits otherwise; Fashion-MNIST's 2-epoch study is a
 reading within a budget, reported beside the verdict, never the verdict. The record names the
 data set and recipe it was decided on (:func:`decide`).
 
@@ -552,8 +552,8 @@ def folder_summary(folder) -> dict:
             raise UsageError(f"{path} is not the summary of a `patchassoc vit` comparison")
         _fill_loss_curves(data, folder)
         return data
-    raise FileNotFoundError(f"no `patchassoc vit` result in {folder} (summary.json expected: "
-                            f"the folder given to `patchassoc vit --out`)")
+    raise UsageError(f"no `patchassoc vit` result in {folder} (summary.json expected: the "
+                     f"folder given to `patchassoc vit --out`)")
 
 
 def _fill_loss_curves(summary: dict, folder: Path) -> None:

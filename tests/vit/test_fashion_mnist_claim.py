@@ -1,5 +1,5 @@
 """Claim 6 on Fashion-MNIST (SPEC section 6): the declared study's floor and preview rule, the
-record naming the data set it was decided on, and ``check --vit DIR`` deciding claim 6 on a
+record naming the data set it was decided on, and ``check --vit-from DIR`` deciding claim 6 on a
 ``patchassoc vit`` folder with the reproduction's digits reading beside it. Summaries are
 written here; nothing is trained."""
 import json
@@ -156,7 +156,7 @@ def test_check_vit_with_a_bad_folder_is_one_line_and_status_2(tmp_path, capsys):
     from patchassoc.cli.main import main
 
     repro = _reproduction(tmp_path / "repro")
-    args = ["check", "--from", str(repro), "--quiet", "--out", str(tmp_path / "o"), "--vit"]
+    args = ["check", "--from", str(repro), "--quiet", "--out", str(tmp_path / "o"), "--vit-from"]
     assert main([*args, str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no `patchassoc vit` result in" in err[0]
