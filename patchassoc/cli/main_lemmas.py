@@ -19,6 +19,11 @@ NAME = "lemmas"
 HELP = "prove the lemmas of the symmetry reduction (SPEC section 4) with sympy; print the table"
 
 
+def WRITES_OUT(args) -> bool:
+    """``lemmas.json`` goes to ``--out`` unless ``--no-write``: only then is ``--out`` made."""
+    return not args.no_write
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("--lemma", dest="lemmas", action="append", default=[], metavar="NAME",
                         help="prove only this lemma (L1 ... L14; repeatable)")
