@@ -16,6 +16,8 @@ from __future__ import annotations
 NAME = "population"
 HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attention, no "
         "projection noise); writes results and figures")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start",)
 
 def add_arguments(parser) -> None:
     from patchassoc.cli.options import positive_float

@@ -46,6 +46,8 @@ from patchassoc.simulations.runtime.results import read_json_object, write_json
 
 NAME = "reproduce"
 HELP = "run the whole reproduction (training, population dynamics, ...) into one folder"
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start", "sample")
 
 
 def _run_study(name: str, run, options: dict, folder: Path, config, seed: int, quick: bool,

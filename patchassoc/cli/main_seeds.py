@@ -36,6 +36,8 @@ NAME = "seeds"
 HELP = ("claim 2 over seeds (diagonal fixed) at the horizon H: times to each criterion, pass "
         "rate with a Wilson interval, the budget reading beside it, invariance of Q_H - Q_0; "
         "the paper's Fig. 2 control (--horizon, --jobs, --dask)")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start", "sample")
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 

@@ -8,6 +8,8 @@ from patchassoc.cli.options import positive_float
 NAME = "train"
 HELP = ("train the positional-attention model by full-batch gradient descent on sampled data "
         "and write results and figures")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start", "sample")
 
 
 def add_arguments(parser) -> None:
