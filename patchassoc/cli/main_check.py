@@ -33,7 +33,25 @@ NAME = "check"
 HELP = ("check the claims of SPEC section 6 (from a reproduction folder with --from, or the "
         "cheap ones now) and print claim | measured | threshold | pass")
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "render", "render_table"]
+__all__ = ["NAME", "HELP", "add_arguments", "check_inputs", "run", "render", "render_table"]
+
+
+def ALLOCATES(args) -> tuple[str, ...]:
+    """Without ``--from`` the cheap claims are computed now (a model started and trained on a
+    sample); with it, only saved results are read."""
+    return () if args.from_dir is not None else ("start", "sample")
+
+
+def check_inputs(config, args) -> None:
+    """The folders given, before anything is computed: ``--from`` must be a folder, and
+    ``--vit`` must hold the summary of a ``patchassoc vit`` comparison (read and verified
+    here, so that a wrong folder is refused at once, not after the claims computed now)."""
+    if args.from_dir is not None and not args.from_dir.is_dir():
+        raise FileNotFoundError(2, "not a folder (--from expects a `patchassoc reproduce` "
+                                   "output folder)", str(args.from_dir))
+    if args.vit_dir is not None:
+        from patchassoc.simulations.studies.claim6_vit import folder_summary
+        folder_summary(args.vit_dir)
 
 
 def add_arguments(parser) -> None:
