@@ -19,7 +19,8 @@ from patchassoc.figures import (animation, attention_maps, convergence, flow_dyn
                                 seeds_flow, seeds_horizon, solutions_lambda, training_curves,
                                 transfer, vit_attention, vit_shuffle)
 from patchassoc.figures import robustness_table
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.results import read_json
+from patchassoc.simulations.runtime.verified import rewrite_summary
 
 __all__ = ["DRAWERS", "draw", "ANIMATORS", "animate"]
 
@@ -148,7 +149,7 @@ def draw(study: str, outcome, folder) -> list[str]:
     if paths and outcome.saved is not None:
         saved = read_json(outcome.saved)
         saved["figures"] = paths
-        write_json(outcome.saved, saved)
+        rewrite_summary(outcome.saved, saved)
     return paths
 
 
@@ -174,5 +175,5 @@ def animate(study: str, outcome, folder) -> list[str]:
     if outcome.saved is not None:
         saved = read_json(outcome.saved)
         saved["animations"] = paths
-        write_json(outcome.saved, saved)
+        rewrite_summary(outcome.saved, saved)
     return paths

@@ -24,6 +24,7 @@ SPEC section 6.
 """
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -73,6 +74,13 @@ def run(ctx) -> dict:
     a = ctx.args
     summary = check(ctx.config, ctx.seed, a.from_dir, train=not a.no_train, strict=a.strict,
                     progress=ctx.progress and not ctx.json, log=ctx.log, vit_dir=a.vit_dir)
+    for where, item in [(f"claim {c['id']}", (c.get("values") or {}).get("corrupt"))
+                        for c in summary["claims"]] + \
+            [(f"table {t['title'].split(':')[0]}", t.get("corrupt"))
+             for t in summary.get("tables") or []]:
+        if item:   # a file that failed verification: named in one line, none of its numbers read
+            print(f"patchassoc: error: {item['path']}: {item['reason']} ({where} not read from "
+                  f"it)", file=sys.stderr)
     path = write_json(Path(ctx.out) / "check.json", summary)
     summary["out"] = str(path)
     return summary

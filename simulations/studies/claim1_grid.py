@@ -75,7 +75,7 @@ from patchassoc.simulations.engines.population.trajectory import initial_point, 
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.executor import default_jobs
-from patchassoc.simulations.runtime.results import read_json_object, write_json
+from patchassoc.simulations.runtime.verified import read_verified, write_summary
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, controls_ok, controls_text, fmt,
                                                      matrix_controls, not_run, record,
@@ -794,7 +794,7 @@ def compute(out: Path, *, ds=None, max_D=None, quick: bool = False, seed: int = 
                    seed=int(seed), base=base, protocol=PROTOCOL, wall_seconds=res["seconds"],
                    computed=len(res["computed"]), reused=len(res["reused"]),
                    points=records, out=str(out), figures=[])
-    write_json(out / "grid.json", summary)
+    write_summary(out / "grid.json", summary)
     return summary
 
 
@@ -812,7 +812,7 @@ def verdict(root: Path) -> dict:
     """Claim 1 from a reproduction folder: ``grid/grid.json``; without it, the population
     step's single point (a preview)."""
     grid_path = root / "grid" / "grid.json"
-    grid = read_json_object(grid_path) if grid_path.exists() else None
+    grid = read_verified(grid_path) if grid_path.exists() else None
     if grid is not None and grid.get("protocol") != PROTOCOL:
         # a grid of another protocol (the step budget's) is not read as the horizon verdict
         return not_run("1", f"{grid_path} holds a grid of protocol "

@@ -77,7 +77,7 @@ from patchassoc.simulations.engines.start import record_steps
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.executor import default_jobs
-from patchassoc.simulations.runtime.results import read_json_object, write_json
+from patchassoc.simulations.runtime.verified import read_verified, write_summary
 from patchassoc.simulations.studies.fig2_control import run_pair
 from patchassoc.simulations.studies.study import Outcome
 from patchassoc.simulations.studies.verdicts import (as_preview, controls_ok,
@@ -569,9 +569,9 @@ def _convergence_from(root: Path) -> tuple[dict | None, str]:
     s = step_summary(root / "population")
     if s and isinstance(s.get("convergence"), dict):
         return s["convergence"], str(root / "population") + " (convergence)"
-    path = root / "population" / "convergence" / "metrijson"
+    path = root / "population" / "convergence" / "metrics.json"
     if path.exists():
-        return read_json_object(path), str(path.parent)
+        return read_verified(path), str(path.parent)
     return None, "-"
 
 
@@ -611,7 +611,7 @@ def compute(config, out: Path, *, n_seeds=None, quick: bool = False, jobs: int =
     if control:
         pair = run_pair(cfg, seed=first_seed, out=out / "control", progress=progress)
         summary["control"] = pair
-    write_json(out / "seeds.json", summary)
+    write_summary(out / "seeds.json", summary)
     return summary
 
 
@@ -628,7 +628,7 @@ def verdict(root: Path) -> dict:
     """Claim 2 from a reproduction folder: ``seeds/seeds.json`` and the convergence result."""
     conv, conv_src = _convergence_from(root)
     seeds_path = root / "seeds" / "seeds.json"
-    seeds = read_json_object(seeds_path) if seeds_path.exists() else None
+    seeds = read_verified(seeds_path) if seeds_path.exists() else None
     return claim2(seeds, conv, reference_structure(root),
                   source=f"{seeds_path.parent}; {conv_src}")
 

@@ -75,7 +75,8 @@ from patchassoc.simulations.engines.population.exact import MAX_CONFIGURATIONS, 
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.engines.sampled_descent import TrainResult
-from patchassoc.simulations.runtime.results import load_folder, read_json_object, save_folder
+from patchassoc.simulations.runtime.results import load_folder, save_folder
+from patchassoc.simulations.runtime.verified import read_verified
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import (controls_ok, controls_text, fmt, not_run,
                                                      pct, record)
@@ -912,7 +913,7 @@ def verdict(root: Path) -> dict:
     sol_dir = root / "solutions" / "main"
     if not (sol_dir / "metrics.json").exists():
         return not_run("3", f"no solutions result in {sol_dir}", claim=CLAIM)
-    return claim3(read_json_object(sol_dir / "metrics.json"), source=str(sol_dir))
+    return claim3(read_verified(sol_dir / "metrics.json"), source=str(sol_dir))
 
 
 STUDY = Study(
