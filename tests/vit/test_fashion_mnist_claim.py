@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from patchassoc.simulations.runtime.results import write_json  # noqa: E402
+from patchassoc.simulations.runtime.verified import (write_step_record,  # noqa: E402
+                                                     write_summary)
 from patchassoc.simulations.studies import claim6_vit, registry  # noqa: E402
 from patchassoc.simulations.engines.vit.training import RECIPES  # noqa: E402
 from patchassoc.theory.config import preset  # noqa: E402
@@ -69,13 +70,13 @@ def _reproduction(root, digits_passes=True):
     """A reproduction folder whose vit step holds a digits summary."""
     s = summary(data="digits", pos=0.966 if digits_passes else 0.90, std=0.963,
                 gap=(0.0027, 0.009))
-    write_json(root / "vit" / "step.json", {"summary": s})
+    write_step_record(root / "vit", {"summary": s})
     return root
 
 
 def test_check_vit_decides_claim6_on_fashion_mnist_with_the_digits_beside(tmp_path):
     repro = _reproduction(tmp_path / "repro")
-    write_json(tmp_path / "fm" / "summary.json", summary())
+    write_summary(tmp_path / "fm" / "summary.json", summary())
     plain = registry.check(preset("ref"), 0, repro)
     six = next(c for c in plain["claims"] if c["id"] == "6")
     assert six["status"] == "pass" and six["claim"].startswith("decided on digits:")
@@ -87,7 +88,7 @@ def test_check_vit_decides_claim6_on_fashion_mnist_with_the_digits_beside(tmp_pa
     assert six[0]["values"]["beside"]["claim"].startswith("decided on digits:")
     assert "Beside it (pass): decided on digits:" in six[0]["detail"]
     # a failing Fashion-MNIST study fails claim 6 even where the digits pass
-    write_json(tmp_path / "fm" / "summary.json", summary(pos=0.80, std=0.81))
+    write_summary(tmp_path / "fm" / "summary.json", summary(pos=0.80, std=0.81))
     out = registry.check(preset("ref"), 0, repro, vit_dir=tmp_path / "fm")
     assert "6" in out["failed"] and out["exit_status"] == 1
     six = next(c for c in out["claims"] if c["id"] == "6")
@@ -95,7 +96,7 @@ def test_check_vit_decides_claim6_on_fashion_mnist_with_the_digits_beside(tmp_pa
 
 
 def test_a_folder_without_a_declared_study_gives_a_preview(tmp_path):
-    write_json(tmp_path / "c" / "summary.json", summary(data="cifar10"))
+    write_summary(tmp_path / "c" / "summary.json", summary(data="cifar10"))
     rec = claim6_vit.decide(None, tmp_path / "c")
     assert rec["status"] == "preview" and "cifar10 has no declared study" in rec["detail"]
 
@@ -113,7 +114,7 @@ def test_check_vit_with_a_bad_folder_is_one_line_and_status_2(tmp_path, capsys):
     assert main([*args, str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(tmp_path / "bad" / "summary.json") in err[0]
-    write_json(tmp_path / "fm" / "summary.json", summary())
+    write_summary(tmp_path / "fm" / "summary.json", summary())
     assert main([*args, str(tmp_path / "fm"), "--json"]) == 1  # other claims not run
     s = json.loads(capsys.readouterr().out)
     six = next(c for c in s["claims"] if c["id"] == "6")
@@ -135,7 +136,7 @@ def test_a_summary_saved_without_loss_curves_gets_them_from_its_arrays(tmp_path)
                     permutation=np.arange(4))
     res.save(tmp_path)
     s = summary()
-    write_json(tmp_path / "summary.json", s)  # no train_loss_per_epoch in it
+    write_summary(tmp_path / "summary.json", s)  # no train_loss_per_epoch in it
     back = claim6_vit.folder_summary(tmp_path)
     np.testing.assert_allclose(back["positional"]["train_loss_per_epoch"], loss[1].mean(axis=0),
                                rtol=1e-15)
@@ -147,7 +148,7 @@ def test_a_folder_whose_arrays_cannot_be_read_says_why_its_cause_has_no_trend(tm
     """A summary without per-epoch losses in a folder whose arrays cannot be loaded (written
     before result folders had a manifest, say): the FAIL is the rule's (ii), and its cause says
     that the trend was not there to read, and why."""
-    write_json(tmp_path / "summary.json", summary(pos=0.83, std=0.82))
+    write_summary(tmp_path / "summary.json", summary(pos=0.83, std=0.82))
     (tmp_path / "arrays.npz").write_bytes(b"not an npz")
     rec = claim6_vit.decide(None, tmp_path)
     assert rec["status"] == "fail" and rec["cause"]["code"] == "ii"
