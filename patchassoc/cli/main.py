@@ -118,13 +118,21 @@ class Context:
         summary = outcome.summary
         if not getattr(self.args, "no_figures", False):
             summary["figures"] = draw(study, outcome, self.out)
+        unanimated = ""
         if getattr(self.args, "animate", False):
             self.log(f"[{study}] animating the dynamics ...")
-            summary["animations"] = animate(study, outcome, self.out)
-            self.log(f"[{study}] animation: {', '.join(summary['animations'])}")
+            try:
+                summary["animations"] = animate(study, outcome, self.out)
+                self.log(f"[{study}] animation: {', '.join(summary['animations'])}")
+            except ValueError as exc:
+                if not summary.get("exit_status"):
+                    raise
+                # a run that stopped early may hold too little to animate: said in its line
+                summary["animations"] = []
+                unanimated = f"; no animation (--animate: {exc})"
         if summary.get("exit_status"):
             print(f"patchassoc: {what} stopped: {summary['status']}; what was recorded was "
-                  f"saved to {self.out}", file=sys.stderr)
+                  f"saved to {self.out}{unanimated}", file=sys.stderr)
         return summary
 
 

@@ -28,6 +28,19 @@ def add_arguments(parser) -> None:
                              "share and the error, frame by frame")
 
 
+def check_inputs(config, args) -> None:
+    """The options, before anything is made or computed: ``--t-max`` only with ``--flow``,
+    and an ``--animate`` that could not have two frames (``--set steps=0`` records only step
+    0). (The flow checks its model itself, before it draws anything.)"""
+    if args.flow:
+        return
+    if args.t_max is not None:
+        raise ValueError("--t-max needs --flow")
+    if args.animate and config.steps < 1:
+        raise ValueError("--animate needs at least 2 frames, and steps = 0 records only "
+                         "step 0: use --set steps=N with N >= 1 (or leave out --animate)")
+
+
 def run(ctx) -> dict:
     if ctx.args.flow:
         from patchassoc.simulations.engines.population.flow import T_MAX
