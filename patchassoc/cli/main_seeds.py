@@ -66,7 +66,7 @@ def add_arguments(parser) -> None:
 
 def _run_flows(ctx) -> dict:
     from patchassoc.figures.catalog import draw
-    from patchassoc.simulations.runtime.results import read_json_object
+    from patchassoc.simulations.runtime.verified import read_verified
     from patchassoc.simulations.studies.claim2_flow import compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
@@ -77,7 +77,7 @@ def _run_flows(ctx) -> dict:
                       t_max=a.t_max, control=not a.no_control)
     gd = ctx.out / "seeds.json"
     if gd.exists():           # a GD reading of the same folder, shown beside the verdict
-        summary["budget_readings"] = read_json_object(gd)
+        summary["budget_readings"] = read_verified(gd)
         summary["budget_readings"].pop("records", None)
     summary.pop("records", None)
     if not a.no_figures:
