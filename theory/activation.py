@@ -48,10 +48,12 @@ import math
 __all__ = ["act", "act_prime", "act_second", "act_pair", "act_pair_chain", "act_symbolic",
            "power", "power_chain",
            "check_parameters", "check_range", "largest_argument", "FAMILY", "JITABLE",
-           "HEADROOM"]
+           "HEADROOM", "P_MAX"]
 
 #: The family, as stored with results and printed by reports.
 FAMILY = "t^p + nu t"
+#: The largest degree: 2^1023 is the largest power of 2 in float64.
+P_MAX = 1023
 
 
 def check_parameters(p, nu) -> tuple[int, float]:
@@ -61,8 +63,9 @@ def check_parameters(p, nu) -> tuple[int, float]:
     Raises
     ------
     ValueError
-        p is not an odd integer >= 3 (act would not be odd, or not convex on [0, inf)), or nu is
-        not a finite number >= 0 (act' >= nu must be nonnegative for act to be increasing).
+        p is not an odd integer >= 3 (act would not be odd, or not convex on [0, inf)) or is
+        above :data:`P_MAX`, or nu is not a finite number >= 0 (act' >= nu must be nonnegative
+        for act to be increasing).
 
     Notes
     -----
@@ -70,6 +73,11 @@ def check_parameters(p, nu) -> tuple[int, float]:
     """
     if isinstance(p, bool) or int(p) != p or p < 3 or int(p) % 2 == 0:
         raise ValueError(f"p must be an odd integer >= 3, got {p!r}")
+    if p > P_MAX:
+        # the engines form t^p by p - 1 products (the exact engine's order): a larger p would
+        # loop for as long, and 2^p is no float64 past it (a trained model has |t| ~ 1 to 2)
+        raise ValueError(f"p must be at most {P_MAX} (2^p overflows float64 beyond it), "
+                         f"got {p!r}")
     try:
         nu_f = float(nu)
     except (TypeError, ValueError):

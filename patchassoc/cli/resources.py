@@ -7,7 +7,8 @@ values) and refuses, in one line naming the parameters, a run that cannot fit in
 machine has (:func:`~patchassoc.simulations.runtime.memory.check_fits`):
 
 - ``"start"``: every run of the model starts from v0 ~ N(0, omega^2 I_d) and w* (d entries each)
-  and from Q0 = kappa I, a D x D matrix made as ``eye(D)`` and then scaled (two at once);
+  and from Q0 = kappa I, a D x D matrix made as ``eye(D)`` and then scaled (two at once), and
+  keeps ``records`` snapshots of the attention and of v (D x D + d numbers each);
 - ``"sample"``: sampled data, N x D x d for the training sample and n_test x D x d for the
   test sample, while the larger of them is drawn with one temporary of its size (the feature
   added to the noise).
@@ -48,6 +49,10 @@ def needs(config: Config, kinds) -> list[Need]:
         out.append(Need(8 * 2 * D * D, f"the initial logits Q0 = kappa I, D x D with D = L C = "
                                        f"{D} (L = {L}, C = {C}), made twice",
                         "lower L or C"))
+        r = int(config.records)
+        out.append(Need(8 * r * (D * D + d + 1), f"the records, records x (D x D + d) = {r} x "
+                                                f"({D} x {D} + {d}) numbers",
+                        "lower records"))
     if "sample" in kinds:
         n, m = int(config.n_train), int(config.n_test)
         out.append(Need(8 * D * d * (n + m + max(n, m)),

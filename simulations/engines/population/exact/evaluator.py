@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from patchassoc.theory.activation import act, check_range
+from patchassoc.theory.activation import act, check_parameters, check_range
 from patchassoc.theory.bayes import _bayes_error, check_sizes
 from patchassoc.theory.invariant import attention_values, chain_to_gram, gram_jacobian
 from patchassoc.theory.invariant import gram_to_logits
@@ -110,6 +110,7 @@ def check_problem(L, C, q, p, nu):
     L, C, q = check_sizes(L, C, q)
     if isinstance(p, bool) or int(p) != p or p < 3 or int(p) % 2 == 0:
         raise ValueError(f"p must be an odd integer >= 3, got {p!r}")
+    check_parameters(p, 0.0)   # p <= P_MAX: the kernels form t^p by p - 1 products
     nu = float(nu)
     if not (math.isfinite(nu) and nu >= 0):
         raise ValueError(f"nu must be finite and >= 0, got {nu!r}")
