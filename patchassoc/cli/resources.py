@@ -8,10 +8,11 @@ machine has (:func:`~patchassoc.simulations.runtime.memory.check_fits`):
 
 - ``"start"``: every run of the model starts from v0 ~ N(0, omega^2 I_d) and w* (d entries each)
   and from Q0 = kappa I, a D x D matrix made as ``eye(D)`` and then scaled (two at once), and
-  keeps ``records`` snapshots of the attention and of v (D x D + d numbers each);
+  lays out its ``records`` record times;
 - ``"sample"``: sampled data, N x D x d for the training sample and n_test x D x d for the
   test sample, while the larger of them is drawn with one temporary of its size (the feature
-  added to the noise).
+  added to the noise), and the records of training (the attention and v at each record, D x D
+  + d numbers).
 """
 from __future__ import annotations
 
@@ -50,15 +51,17 @@ def needs(config: Config, kinds) -> list[Need]:
                                        f"{D} (L = {L}, C = {C}), made twice",
                         "lower L or C"))
         r = int(config.records)
-        out.append(Need(8 * r * (D * D + d + 1), f"the records, records x (D x D + d) = {r} x "
-                                                f"({D} x {D} + {d}) numbers",
-                        "lower records"))
+        out.append(Need(8 * r, f"the record times, records = {r} numbers", "lower records"))
     if "sample" in kinds:
         n, m = int(config.n_train), int(config.n_test)
         out.append(Need(8 * D * d * (n + m + max(n, m)),
                         f"the samples, (n_train + n_test) x D x d = ({n} + {m}) x {D} x {d} "
                         f"numbers and one temporary as large as the larger",
                         "lower n_train, n_test, d, L or C"))
+        r = int(config.records)
+        out.append(Need(8 * r * (D * D + d), f"the records of training, records x (D x D + d) "
+                                             f"= {r} x ({D} x {D} + {d}) numbers (the "
+                                             f"attention and v at each)", "lower records"))
     return out
 
 
