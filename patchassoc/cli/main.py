@@ -45,12 +45,11 @@ import json
 import os
 import re
 import shlex
+import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
-
-import signal
 
 
 def _terminated(signum, frame):

@@ -78,8 +78,8 @@ def test_step_sizes_the_flow_cannot_follow_stop_it_as_stalled(tmp_path, command)
     assert status == 1 and seconds < SECONDS
     assert len(err) == 1 and err[0].startswith(
         "patchassoc: the flow stopped: stalled at t = 0 (3000 evaluations short of the next "
-        "record t = 1: with eta_v = 0.1 and eta_Q = 1e+308 the flow moves faster than float64 "
-        "steps can follow); what was recorded was saved to ")
+        "record t = 1: the flow moves faster than float64 steps can follow, with eta_v = 0.1 "
+        "and eta_Q = 1e+308); what was recorded was saved to ")
     s = json.loads(out)
     assert s["limit"]["class"] == "undetermined" and s["reached"] is False
     assert s["status"].startswith("stalled at t = 0")

@@ -146,8 +146,8 @@ def stall_guard(state: dict, t_next, limit: int = MAX_EVALUATIONS_PER_RECORD) ->
 
 def stalled_status(exc: Stalled, s_now: float, eta_v: float, eta_Q: float) -> str:
     """The status of a flow stopped by :func:`stall_guard` at ``s = ln(1 + t)``."""
-    return (f"stalled at t = {math.expm1(s_now):.3g} ({exc}: with eta_v = {eta_v:g} and "
-            f"eta_Q = {eta_Q:g} the flow moves faster than float64 steps can follow)")
+    return (f"stalled at t = {math.expm1(s_now):.3g} ({exc}: the flow moves faster than "
+            f"float64 steps can follow, with eta_v = {eta_v:g} and eta_Q = {eta_Q:g})")
 
 
 class _Stationary(Exception):
