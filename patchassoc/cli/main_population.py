@@ -54,9 +54,11 @@ def check_inputs(config, args) -> None:
     an ``--animate`` that could not have two frames (``--steps 0`` records only step 0)."""
     from patchassoc.simulations.studies.population_run import DEFAULT_STEPS
     if args.flow:
+        from patchassoc.simulations.engines.population.flow import T_MAX, check_horizon
         for opt in ("convergence", "steps", "tol"):
             if getattr(args, opt) not in (None, False):
                 raise ValueError(f"--{opt} does not apply to --flow")
+        check_horizon(T_MAX if args.t_max is None else args.t_max, config.eta_v, config.eta_Q)
         return
     if args.t_max is not None:
         raise ValueError("--t-max needs --flow")

@@ -31,8 +31,11 @@ def add_arguments(parser) -> None:
 def check_inputs(config, args) -> None:
     """The options, before anything is made or computed: ``--t-max`` only with ``--flow``,
     and an ``--animate`` that could not have two frames (``--set steps=0`` records only step
-    0). (The flow checks its model itself, before it draws anything.)"""
+    0), and a horizon the flow cannot reach in float64. (The flow checks its model itself,
+    before it draws anything.)"""
     if args.flow:
+        from patchassoc.simulations.engines.population.flow import T_MAX, check_horizon
+        check_horizon(T_MAX if args.t_max is None else args.t_max, config.eta_v, config.eta_Q)
         return
     if args.t_max is not None:
         raise ValueError("--t-max needs --flow")

@@ -76,8 +76,7 @@ from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.population.flow import (
     ATOL, MAX_EVALUATIONS_PER_RECORD, MIN_RECORDS, PER_DECADE, RTOL, SLOPE_MIN, STILL, T_MAX,
-    T_MIN, Stalled,
-    reached_horizon, record_times, stall_guard, stalled_status)
+    T_MIN, Stalled, check_horizon, reached_horizon, record_times, stall_guard, stalled_status)
 from patchassoc.simulations.engines.sampled_descent import draw_run
 from patchassoc.simulations.engines.sampled_hessian import hessian
 from patchassoc.simulations.engines.sampler import Sample
@@ -175,6 +174,7 @@ def _check_options(t_max, per_decade, method, jacobian, rates) -> float:
     for name, val in rates.items():
         if not (math.isfinite(float(val)) and float(val) > 0):
             raise ValueError(f"{name} must be a positive finite number, got {val!r}")
+    check_horizon(t_max, rates["eta_v"], rates["eta_Q"])
     return t_max
 
 

@@ -71,18 +71,43 @@ def test_a_size_that_does_not_divide_a_huge_d_is_one_line_at_once(tmp_path):
 @pytest.mark.parametrize("command", [["population", "--flow", "--t-max", "100"],
                                      ["train", "--flow", "--set", "diagonal=fixed"]])
 def test_step_sizes_the_flow_cannot_follow_stop_it_as_stalled(tmp_path, command):
-    """eta_Q = 1e308 kept LSODA at its first step for ever (both flows)."""
-    status, out, err, seconds = _run([*command, "--preset", "tiny", "--set", "eta_Q=1e308",
+    """eta_Q = 1e50 (and 1e200, 1e308) kept LSODA at its first step for ever (both flows)."""
+    status, out, err, seconds = _run([*command, "--preset", "tiny", "--set", "eta_Q=1e50",
                                       "--out", str(tmp_path / "o"), "--no-figures", "--quiet",
                                       "--json"], tmp_path)
     assert status == 1 and seconds < SECONDS
-    assert len(err) == 1 and err[0].startswith(
-        "patchassoc: the flow stopped: stalled at t = 0 (3000 evaluations short of the next "
-        "record t = 1: the flow moves faster than float64 steps can follow, with eta_v = 0.1 "
-        "and eta_Q = 1e+308); what was recorded was saved to ")
+    assert len(err) == 1 and err[0].startswith("patchassoc: the flow stopped: stalled at t = ")
+    assert "(3000 evaluations short of the next record t = 1: the flow moves faster than " \
+           "float64 steps can follow, with eta_v = 0.1 and eta_Q = 1e+50); what was recorded " \
+           "was saved to " in err[0]
     s = json.loads(out)
     assert s["limit"]["class"] == "undetermined" and s["reached"] is False
-    assert s["status"].startswith("stalled at t = 0")
+    assert s["status"].startswith("stalled at t = ") and s["t_reached"] < 1
+
+
+@pytest.mark.parametrize("command", [["population", "--flow"],
+                                     ["train", "--flow", "--set", "diagonal=fixed"]])
+@pytest.mark.parametrize("options, line", [
+    (["--t-max", "1e308"], "t_max = 1e+308 with eta_v = 0.1: the flow's time (1 + t) eta_v "
+                           "would pass 1e300 before the horizon, too close to the largest "
+                           "float64 for the gradient's terms"),
+    (["--t-max", "100", "--set", "eta_Q=1e308"], "t_max = 100 with eta_Q = 1e+308: the flow's "
+                                                 "time (1 + t) eta_Q would pass 1e300 before "
+                                                 "the horizon, too close to the largest float64 "
+                                                 "for the gradient's terms"),
+])
+def test_a_horizon_past_float64_is_refused_before_anything_is_drawn(capsys, monkeypatch,
+                                                                    tmp_path, command, options,
+                                                                    line):
+    """A flow that cannot be integrated in float64 is refused up front (eta_Q = 1e308 never
+    left LSODA)."""
+    from patchassoc.simulations.engines import sampled_descent
+    from patchassoc.simulations.engines.population import flow
+    monkeypatch.setattr(sampled_descent, "draw_run", lambda *a: pytest.fail("drew a sample"))
+    monkeypatch.setattr(flow, "Evaluator", lambda *a, **k: pytest.fail("evaluated"))
+    assert _one_error(capsys, [*command, "--preset", "tiny", *options, "--out",
+                               str(tmp_path / "o")]) == f"patchassoc: error: {line}"
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_degree_p_past_float64_is_refused_not_looped(tmp_path):
@@ -198,7 +223,7 @@ def test_a_signal_during_the_flow_keeps_its_records_in_one_line(tmp_path, sig, s
     """SIGTERM exited 143 silently; now it reads as Ctrl-C, with its own status."""
     out = tmp_path / "o"
     proc = _start(["train", "--flow", "--preset", "tiny", "--set", "diagonal=fixed", "--t-max",
-                   "1e300", "--out", str(out), "--quiet", "--no-figures"], tmp_path)
+                   "1e290", "--out", str(out), "--quiet", "--no-figures"], tmp_path)
     _wait_for(out, proc)
     time.sleep(3.0)
     proc.send_signal(sig)

@@ -85,7 +85,7 @@ __all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_
            "classify_decade", "LIMIT_RULE", "record_times",
            "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR", "MIN_RECORDS", "TIE_RTOL",
            "FLOW_VERSION", "reached_horizon", "MAX_EVALUATIONS_PER_RECORD", "Stalled",
-           "stall_guard", "stalled_status"]
+           "stall_guard", "stalled_status", "check_horizon"]
 
 #: Version of the flow's numbers: studies put it in their cells' fingerprints, so that cells
 #: computed by an older engine are recomputed, never reused.
@@ -133,6 +133,23 @@ MAX_EVALUATIONS_PER_RECORD = 3000
 class Stalled(Exception):
     """The solver used :data:`MAX_EVALUATIONS_PER_RECORD` evaluations without reaching the next
     record: the flow stops there (status ``stalled at t = ...``), censored."""
+
+
+def check_horizon(t_max: float, eta_v: float, eta_Q: float) -> None:
+    """Refuse a horizon the flow cannot reach in float64: the solver integrates
+    d theta / ds = (1 + t) M grad R up to s = ln(1 + t_max), so (1 + t_max) times the step sizes
+    must be a float64 number (with the headroom of the gradient's terms).
+
+    Raises
+    ------
+    ValueError
+        Naming t_max and the step size.
+    """
+    for name, eta in (("eta_v", eta_v), ("eta_Q", eta_Q)):
+        if not (1.0 + float(t_max)) * float(eta) <= 1e300:
+            raise ValueError(f"t_max = {float(t_max):g} with {name} = {float(eta):g}: the flow's "
+                             f"time (1 + t) {name} would pass 1e300 before the horizon, too "
+                             f"close to the largest float64 for the gradient's terms")
 
 
 def stall_guard(state: dict, t_next, limit: int = MAX_EVALUATIONS_PER_RECORD) -> None:
@@ -286,6 +303,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                     ("rel_bound", rel_bound)):
         if not (math.isfinite(float(v)) and float(v) > 0):
             raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+    check_horizon(t_max, eta_v, eta_Q)
     y0 = np.array([alpha0, *coords0], dtype=np.float64)
     if y0.shape != (4,) or not np.all(np.isfinite(y0)):
         raise ValueError("alpha0 and the three attention coordinates (a, b, c) must be finite")
