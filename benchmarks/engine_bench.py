@@ -1,6 +1,6 @@
 """Timings of the engines, as ``patchassoc bench`` reports them (the command,
-:mod:`patchassoc.cli.main_bench`, only parses its options, calls :func:`engine_timings` and
-prints the result).
+:mod:`patchassoc.cli.main_bench`, only parses its options, calls
+:func:`~patchassoc.benchmarks.engine_bench.engine_timings` and prints the result).
 
 Reports (best of a few repeats, wall clock, after warm-up):
 

@@ -22,6 +22,7 @@ release = version = patchassoc.__version__
 
 extensions = [
     "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
@@ -29,6 +30,12 @@ extensions = [
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
+# The API pages list each layer's root package; autosummary writes one page per module under it
+# (recursive, from the package tree: a new module needs no edit of the docs) into api/generated,
+# with the template of _templates/autosummary/module.rst (a package lists its modules, a module
+# documents its members).
+autosummary_generate = True
+templates_path = ["_templates"]
 exclude_patterns = ["_build", "_ext", "**.ipynb_checkpoints", "tutorial.ipynb"]
 
 # -- autodoc / numpydoc ---------------------------------------------------------------------

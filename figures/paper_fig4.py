@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.simulations.analysis.formatting import percent
 from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis
 from patchassoc.simulations.studies.paper_settings import COS_LEVEL, cosine, first_step
 
@@ -72,7 +73,7 @@ def plot(result):
     ax.set_ylim(0, max(0.12, float(np.nanmax(t.test_error[1:])) * 1.1 if t.steps.size > 1
                        else 0.12))
     ax.set_xlabel("gradient step")
-    ax.set_title(f"zero-one error (test: final {_pct(s['test_error'])})")
+    ax.set_title(f"zero-one error (test: final {percent(s['test_error'])})")
     ax = axes[3]
     ax.plot(x, cos, color=COLORS["green"], label=r"cos$(v, w^*)$")
     ax.axhline(COS_LEVEL, color="grey", ls=":", lw=0.8, label=f"{COS_LEVEL}")
@@ -100,10 +101,6 @@ def plot(result):
                  f"{cfg.eta_v:g}, eta_Q={cfg.eta_Q:g}, seed {result.seed}{verdict}",
                  fontsize=9, y=1.03)
     return fig
-
-
-def _pct(x) -> str:
-    return "n/a" if x is None else f"{100 * float(x):.2f} %"
 
 
 def save(result, folder: str | Path, name: str = "paper_fig4") -> list[Path]:

@@ -8,7 +8,7 @@ effective lambda, the gap b - c between within-set and across-set logits of thei
 logits, which is lambda for block-uniform attention. The third panel is the paper's association
 (SPEC section 3): the minimum set-mate share, filled markers where Def. 2.2 holds in every row.
 Reads a saved
-:class:`patchassoc.simulations.studies.claim3_solutions.SolutionsResult`; never recomputes.
+:class:`patchassoc.simulations.studies.claim3_solutions.table.SolutionsResult`; never recomputes.
 
 References
 ----------

@@ -47,10 +47,6 @@ _MARKERS = {"pretrained": "o", "identity": "v", "uniform": "s", "initial": "D", 
             "joint": "P"}
 
 
-def _fmt(x) -> str:
-    return "n/a" if x is None else f"{x:.3g}"
-
-
 def plot_ratio(summary: dict, ax):
     """Ratio against eps with its band, lower bounds marked, per-upstream ratios, thresholds."""
     rows = summary["by_eps"]

@@ -27,7 +27,8 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult
-from patchassoc.simulations.engines.vit.stats import locality_z, undo_permutation
+from patchassoc.simulations.analysis.stats import mean_interval
+from patchassoc.simulations.engines.vit.locality_stats import locality_z, undo_permutation
 
 from patchassoc.figures.style import ATTENTION_CMAP, COLORS, apply, plt, save_figure
 
@@ -65,7 +66,6 @@ def panel_maps(result: ShuffleResult, source: str, query: int, seed_index: int =
 
 
 def _accuracy_panel(ax, result: ShuffleResult) -> None:
-    from scipy import stats
 
     blocks = sorted(result.blocks)
     x = np.log2(blocks)
@@ -73,10 +73,9 @@ def _accuracy_panel(ax, result: ShuffleResult) -> None:
     for m in result.meta["models"]:
         mine = sorted(result.blocks_of(m))
         acc = np.array([result.accuracy_of(m, b) for b in mine])  # blocks x seeds
-        mean = acc.mean(axis=1)
-        n = acc.shape[1]
-        half = (stats.t.ppf(0.975, n - 1) * acc.std(axis=1, ddof=1) / np.sqrt(n)
-                if n > 1 else np.zeros_like(mean))
+        cis = [mean_interval(row) for row in acc]
+        mean = np.array([c["mean"] for c in cis])
+        half = np.array([0.0 if c["n"] < 2 else c["half_width"] for c in cis])
         ax.errorbar(np.log2(mine), 100 * mean, yerr=100 * half, marker="o", capsize=3,
                     color=_COLORS.get(m), label=_LABELS.get(m, m))
     ax.set_xticks(x)

@@ -38,8 +38,24 @@ def package_modules() -> set[str]:
     return {m for m in found if not any(part.startswith("_") for part in m.split("."))}
 
 
-def documented_modules(pages: str) -> set[str]:
-    return set(re.findall(r"^\.\. automodule:: (\S+)$", pages, flags=re.M))
+def autosummary_roots(pages: str) -> set[str]:
+    """The packages listed under a recursive ``autosummary`` directive: autosummary writes a
+    page for each of them and for every module under it."""
+    roots = set()
+    for block in re.findall(r"^\.\. autosummary::\n((?:[ \t]+.*\n|\n)+)", pages, flags=re.M):
+        if ":recursive:" in block:
+            roots |= {line.strip() for line in block.splitlines()
+                      if line.strip() and not line.strip().startswith(":")}
+    return roots
+
+
+def documented_modules(pages: str, modules: set[str] | None = None) -> set[str]:
+    """The modules with a page: an ``automodule`` directive, or under a recursive autosummary
+    root (of ``modules``, default every module of the package)."""
+    modules = package_modules() if modules is None else modules
+    roots = autosummary_roots(pages)
+    return set(re.findall(r"^\.\. automodule:: (\S+)$", pages, flags=re.M)) | {
+        m for m in modules if any(m == r or m.startswith(r + ".") for r in roots)}
 
 
 def reference_pages() -> str:
@@ -53,8 +69,12 @@ def test_every_module_is_in_the_reference():
 
 
 def test_a_module_left_out_is_noticed():
-    pages = reference_pages().replace(".. automodule:: patchassoc.theory.bayes\n", "")
-    assert package_modules() - documented_modules(pages) == {"patchassoc.theory.bayes"}
+    pages = reference_pages().replace(".. automodule:: patchassoc.cli.report\n", "")
+    assert package_modules() - documented_modules(pages) == {"patchassoc.cli.report"}
+    # a layer's root left out of its page's autosummary: every module under it is missing
+    pages = reference_pages().replace("   patchassoc.simulations.analysis\n", "")
+    assert package_modules() - documented_modules(pages) == {
+        m for m in package_modules() if m.startswith("patchassoc.simulations.analysis")}
 
 
 # -- docstrings agree with their signatures ----------------------------------------------------
@@ -172,6 +192,15 @@ def test_reference_builds_with_warnings_as_errors(tmp_path):
     for page in ("index.html", "tutorial.html", "SPEC.html", "gallery.html", "cli.html",
                  "api/public.html", "api/engines.html"):
         assert (html / page).is_file(), page
+    # autosummary wrote a page for every module under the layers' roots, members rendered
+    roots = autosummary_roots(reference_pages())
+    under = {m for m in package_modules() if any(m == r or m.startswith(r + ".") for r in roots)}
+    assert "patchassoc.simulations.studies.registry" in under and len(under) > 100
+    missing = [m for m in sorted(under) if not (html / "api" / "generated" / f"{m}.html").is_file()]
+    assert not missing, missing
+    registry = (html / "api" / "generated" / "patchassoc.simulations.studies.registry.html")
+    assert 'id="patchassoc.simulations.studies.registry.collect_live"' in registry.read_text(
+        encoding="utf-8")
     public = (html / "api" / "public.html").read_text(encoding="utf-8")
     assert 'id="patchassoc.population_flow"' in public     # the docstrings are rendered
     assert "patchassoc reproduce" in (html / "cli.html").read_text(encoding="utf-8")

@@ -1,23 +1,33 @@
-"""Layout of the package (issue 23): who may import whom, no cycles, no loading by string, no
-two modules with the same file name.
+"""Layout of the package (issues 23 and 37): who may import whom is a contract in setup.cfg,
+checked by import-linter; this module runs it, and keeps what import-linter cannot state.
 
-The source files of every folder that installs as part of ``patchassoc`` (setup.cfg
-``package_dir``: ``patchassoc/``, ``theory/``, ``simulations/``, ``figures/``,
-``benchmarks/``) are parsed with :mod:`ast`, never imported. Every import of a
-``patchassoc.*`` module is collected, at module level and inside functions, absolute and
-relative (resolved against the importing module's package). ``from P import name`` is an
-import of ``P.name`` when that is a module, else of ``P``.
+- **The contract** (setup.cfg, ``[importlinter:contract:...]``): imports go one way,
+  ``cli -> figures -> studies -> engines -> theory`` with ``cli -> benchmarks -> engines`` and
+  ``runtime`` (and the statistics, ``analysis``) below the studies and the engines; the public API
+  neither draws nor benchmarks; nothing imports the package roots; no cycles. ``lint-imports``
+  reads every import statement, at module level and in functions, and every chain of them.
+  It builds its graph from the folder of the package ``patchassoc``, while the repository maps
+  ``theory/``, ``simulations/``, ``figures/`` and ``benchmarks/`` into it (setup.cfg
+  ``package_dir``), so :func:`installed_copy` writes the package as it installs (with
+  setup.cfg beside it) and ``lint-imports`` runs there, in a few seconds.
+- **What import-linter cannot state**, parsed here with :mod:`ast` (never imported): the
+  project's own code loaded by a string (``importlib.import_module``, ``__import__``: not an
+  import statement, so not in its graph); two modules with one file name; and a module that no
+  contract places (its exhaustive option needs the layers to share one parent package).
 
-Each check is a function of a root folder returning its violations (strings), so the tests at
-the bottom feed it a small synthetic tree with a deliberate fault and see it reported; the
-test on the real tree prints every violation it finds.
+The tests feed the same checks small synthetic trees made to fail and see each fault named.
+By hand: ``python tests/test_layout.py`` runs lint-imports on the tree and prints its report.
 """
 from __future__ import annotations
 
 import ast
 import configparser
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,44 +43,6 @@ DEFAULT_PACKAGE_DIR = {
     "patchassoc.benchmarks": "benchmarks",
 }
 
-#: Layers, by dotted prefix (the longest matching prefix wins). ``top`` is the top package's
-#: own modules (``patchassoc/__init__.py``, ``api.py``, ``__main__.py``); ``simulations`` is
-#: the bare ``patchassoc.simulations`` package (it holds no code).
-LAYER_PREFIXES = {
-    "patchassoc.cli": "cli",
-    "patchassoc.benchmarks": "benchmarks",
-    "patchassoc.simulations.studies": "studies",
-    "patchassoc.simulations.engines": "engines",
-    "patchassoc.simulations.runtime": "runtime",
-    "patchassoc.figures": "figures",
-    "patchassoc.theory": "theory",
-}
-TOP_MODULES = {"patchassoc", "patchassoc.api", "patchassoc.__main__"}
-
-#: The allowed arrows between layers (from, to), drawn as
-#:     cli -> studies -> engines -> theory,   cli -> figures -> studies,
-#:     cli -> benchmarks -> engines,   studies -> runtime,   engines -> runtime,
-#:     figures -> engines, theory, runtime,
-#:     top -> cli, studies, engines, theory, runtime;
-#: a chain may be followed down (cli -> theory is cli -> studies -> engines -> theory in one
-#: step), never up or sideways. An import inside one layer is always allowed; anything not listed
-#: is a violation (e.g. studies -> cli, studies -> figures, engines -> studies, theory -> anything,
-#: runtime -> studies).
-ALLOWED = {
-    ("top", "cli"), ("top", "studies"), ("top", "engines"), ("top", "theory"), ("top", "runtime"),
-    ("cli", "studies"), ("cli", "engines"), ("cli", "theory"), ("cli", "runtime"),
-    ("cli", "figures"), ("cli", "benchmarks"),
-    ("benchmarks", "engines"), ("benchmarks", "theory"), ("benchmarks", "runtime"),
-    ("studies", "engines"), ("studies", "theory"), ("studies", "runtime"),
-    ("engines", "theory"), ("engines", "runtime"),
-    # figures sit between the command line and the studies: they draw the results that studies
-    # and engines return or save, and may read their types and constants; nothing below them
-    # (a study, an engine) may draw
-    ("figures", "studies"), ("figures", "engines"), ("figures", "theory"), ("figures", "runtime"),
-}
-#: Nothing may import the bare ``patchassoc.simulations`` package but its parts; it holds no code.
-ALLOWED |= {(layer, "simulations") for layer in ("studies", "engines", "runtime", "top")}
-
 #: Where ``importlib.import_module`` may load the project's own code: the lazy ``__getattr__``
 #: re-exports of a package's own submodules (relative names, one dot). They are allowed because
 #: they keep ``import patchassoc`` (and the optional PyTorch part of the ViT engine) cheap: the
@@ -79,17 +51,19 @@ ALLOWED |= {(layer, "simulations") for layer in ("studies", "engines", "runtime"
 LAZY_LOADERS = {"patchassoc", "patchassoc.simulations.engines.vit"}
 
 _LOADERS = {"import_module", "__import__"}
+_CONTRACT = "importlinter:contract:"
 
 
 # -- reading the tree -----------------------------------------------------------------------------
-def package_dir(root: Path) -> dict[str, str]:
-    cfg = Path(root) / "setup.cfg"
-    if not cfg.exists():
-        return dict(DEFAULT_PACKAGE_DIR)
+def _config(root: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser()
-    parser.read(cfg)
+    parser.read(Path(root) / "setup.cfg")
+    return parser
+
+
+def package_dir(root: Path) -> dict[str, str]:
     out = {}
-    for line in parser.get("options", "package_dir", fallback="").splitlines():
+    for line in _config(root).get("options", "package_dir", fallback="").splitlines():
         if "=" in line:
             name, folder = (s.strip() for s in line.split("=", 1))
             out[name] = folder
@@ -99,8 +73,7 @@ def package_dir(root: Path) -> dict[str, str]:
 def modules(root: Path) -> dict[str, Path]:
     """Dotted name -> source file of every module under the package folders."""
     root = Path(root)
-    mapping = package_dir(root)
-    folders = {name: (root / folder).resolve() for name, folder in mapping.items()}
+    folders = {name: (root / folder).resolve() for name, folder in package_dir(root).items()}
     out: dict[str, Path] = {}
     for name, folder in folders.items():
         if not folder.is_dir():
@@ -121,68 +94,76 @@ def modules(root: Path) -> dict[str, Path]:
     return out
 
 
-def layer(module: str) -> str:
-    if module in TOP_MODULES:
-        return "top"
-    if module == "patchassoc.simulations":
-        return "simulations"
-    best = max((p for p in LAYER_PREFIXES if module == p or module.startswith(p + ".")),
-               key=len, default=None)
-    return LAYER_PREFIXES[best] if best else "unplaced"
-
-
-@dataclass(frozen=True)
-class Import:
-    source: str
-    target: str
-    line: int
-    in_function: bool
-
-    def where(self, files: dict[str, Path], root: Path) -> str:
-        path = files[self.source]
-        try:
-            path = path.relative_to(Path(root).resolve())
-        except ValueError:
-            pass
-        return f"{path}:{self.line}"
-
-
-def _package_of(module: str, path: Path) -> str:
-    return module if path.name == "__init__.py" else module.rpartition(".")[0]
-
-
-def _resolve(module: str, path: Path, level: int, name: str | None) -> str:
-    if level == 0:
-        return name or ""
-    base = _package_of(module, path).split(".")
-    if level > 1:
-        base = base[: len(base) - (level - 1)]
-    return ".".join(base + ([name] if name else []))
-
-
-def _known(target: str, files: dict[str, Path]) -> str:
-    """The longest known module that ``target`` names (itself, or a package above it)."""
-    parts = target.split(".")
-    while parts and ".".join(parts) not in files:
-        parts.pop()
-    return ".".join(parts) if parts else target
+def _where(path: Path, root: Path, line: int) -> str:
+    try:
+        path = path.relative_to(Path(root).resolve())
+    except ValueError:
+        pass
+    return f"{path}:{line}"
 
 
 def _ours(name: str) -> bool:
     return name == "patchassoc" or name.startswith("patchassoc.")
 
 
-class _Visitor(ast.NodeVisitor):
-    def __init__(self, module, path, files):
-        self.module, self.path, self.files = module, path, files
-        self.imports: list[Import] = []
-        self.calls: list[tuple[ast.Call, list[str]]] = []  # (call, enclosing functions)
-        self._functions: list[str] = []
+# -- the contract, run by import-linter -----------------------------------------------------------
+def installed_copy(root: Path, dest: Path) -> Path:
+    """Write the package under ``dest`` as it installs (``dest/patchassoc/theory/...``), with the
+    root's setup.cfg beside it, so that ``lint-imports`` run in ``dest`` sees every module."""
+    for module, path in modules(root).items():
+        target = Path(dest, *module.split("."))
+        target = target / "__init__.py" if path.name == "__init__.py" else target.with_suffix(".py")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    shutil.copyfile(Path(root) / "setup.cfg", Path(dest) / "setup.cfg")
+    return Path(dest)
 
-    def _add(self, target, node):
-        if _ours(target):
-            self.imports.append(Import(self.module, _known(target, self.files), node.lineno,
-                                       bool(self._functions)))
+
+def _lint_imports_command() -> str:
+    found = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which(
+        "lint-imports")
+    if found is None:
+        pytest.fail("lint-imports not found: it is in the test extra "
+                    "(pip install -e '.[test,docs]', the README's test command)", pytrace=False)
+    return found
+
+
+def lint_imports(root: Path, work: Path, *args: str) -> subprocess.CompletedProcess:
+    """``lint-imports`` on the package of ``root`` (its contracts: ``root``'s setup.cfg)."""
+    copy = installed_copy(root, Path(work) / "installed")
+    return subprocess.run([_lint_imports_command(), "--no-logo", "--no-cache", *args], cwd=copy,
+                          capture_output=True, text=True, timeout=300)
+
+
+def contract_names(root: Path) -> dict[str, str]:
+    cfg = _config(root)
+    return {s[len(_CONTRACT):]: cfg[s]["name"] for s in cfg.sections() if s.startswith(_CONTRACT)}
+
+
+def _listed(value: str) -> list[str]:
+    """The module names of a contract field: one per line, a layer's parts split on | or :,
+    an optional one's parentheses dropped."""
+    return [part.strip().strip("()") for line in value.splitlines()
+            for part in re.split(r"[|:]", line) if part.strip()]
+
+
+def unplaced_modules(root: Path) -> list[str]:
+    """Modules in no layer of the layers contract and not one of the package roots that the
+    contracts name on their own (import-linter checks only the modules a contract names)."""
+    cfg = _config(root)
+    layers = _listed(cfg[f"{_CONTRACT}layers"]["layers"])
+    roots = set(_listed(cfg[f"{_CONTRACT}package-roots"]["protected_modules"]))
+    return sorted(m for m in modules(root) if m not in roots
+                  and not any(m == layer or m.startswith(layer + ".") for layer in layers))
+
+
+# -- what import-linter cannot state --------------------------------------------------------------
+class _LoaderCalls(ast.NodeVisitor):
+    """Every call to ``import_module`` / ``__import__``, with the functions around it."""
+
+    def __init__(self):
+        self.calls: list[tuple[ast.Call, list[str]]] = []
+        self._functions: list[str] = []
 
     def visit_FunctionDef(self, node):
         self._functions.append(node.name)
@@ -190,20 +171,11 @@ class _Visitor(ast.NodeVisitor):
         self._functions.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
     def visit_Lambda(self, node):
         self._functions.append("<lambda>")
         self.generic_visit(node)
         self._functions.pop()
-
-    def visit_Import(self, node):
-        for alias in node.names:
-            self._add(alias.name, node)
-
-    def visit_ImportFrom(self, node):
-        base = _resolve(self.module, self.path, node.level, node.module)
-        for alias in node.names:
-            sub = f"{base}.{alias.name}"
-            self._add(sub if sub in self.files else base, node)
 
     def visit_Call(self, node):
         func = node.func
@@ -211,120 +183,6 @@ class _Visitor(ast.NodeVisitor):
         if name in _LOADERS:
             self.calls.append((node, list(self._functions)))
         self.generic_visit(node)
-
-
-def _parse(root: Path):
-    files = modules(root)
-    parsed = {}
-    for module, path in files.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        visitor = _Visitor(module, path, files)
-        visitor.visit(tree)
-        parsed[module] = (tree, visitor)
-    return files, parsed
-
-
-def imports(root: Path) -> list[Import]:
-    files, parsed = _parse(root)
-    return [imp for _, v in parsed.values() for imp in v.imports if imp.target != imp.source]
-
-
-# -- the checks -----------------------------------------------------------------------------------
-def layer_violations(root: Path) -> list[str]:
-    """Every import whose arrow between layers is not in ``ALLOWED``."""
-    files = modules(root)
-    out = []
-    for imp in imports(root):
-        a, b = layer(imp.source), layer(imp.target)
-        if a != b and (a, b) not in ALLOWED or a == b == "unplaced":
-            how = "in a function" if imp.in_function else "module level"
-            out.append(f"{imp.where(files, root)}: {imp.source} imports {imp.target} "
-                       f"({a} -> {b}, {how})")
-    return sorted(set(out))
-
-
-def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
-    index, low, stack, on, comps = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):  # iterative Tarjan
-        work = [(v, iter(sorted(graph.get(v, ()))))]
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        while work:
-            node, children = work[-1]
-            for w in children:
-                if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
-                    break
-                if w in on:
-                    low[node] = min(low[node], index[w])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        on.discard(w)
-                        comp.append(w)
-                        if w == node:
-                            break
-                    comps.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return comps
-
-
-def _cycle_through(start: str, graph: dict[str, set[str]], comp: set[str]) -> list[str]:
-    """A shortest path start -> ... -> start inside one strongly connected component."""
-    prev = {}
-    frontier = [start]
-    while frontier:
-        nxt = []
-        for v in frontier:
-            for w in sorted(graph.get(v, ())):
-                if w not in comp:
-                    continue
-                if w == start:
-                    path = [v]
-                    while path[-1] != start:
-                        path.append(prev[path[-1]])
-                    return [start, *reversed(path[:-1]), start]
-                if w not in prev:
-                    prev[w] = v
-                    nxt.append(w)
-        frontier = nxt
-    return [start, start]
-
-
-def cycle_violations(root: Path) -> list[str]:
-    """One cycle (as a path) per set of modules that import each other, directly or not; every
-    import counts (module level and in functions)."""
-    graph: dict[str, set[str]] = defaultdict(set)
-    lines: dict[tuple[str, str], Import] = {}
-    files = modules(root)
-    for imp in imports(root):
-        graph[imp.source].add(imp.target)
-        lines.setdefault((imp.source, imp.target), imp)
-    out = []
-    for comp in _strongly_connected(graph):
-        if len(comp) < 2:
-            continue
-        cycle = _cycle_through(comp[0], graph, set(comp))
-        steps = [f"{a} ({lines[a, b].where(files, root)})" for a, b in zip(cycle, cycle[1:])]
-        extra = f" [{len(comp)} modules in the knot: {', '.join(comp)}]" if len(comp) > 3 else ""
-        out.append("cycle: " + " -> ".join(steps + [cycle[-1]]) + extra)
-    return out
 
 
 def _strings(node) -> list[str]:
@@ -366,13 +224,16 @@ def string_load_violations(root: Path) -> list[str]:
     literal; otherwise (a parameter, a computed value) any ``patchassoc`` module named by a string
     in the file. Allowed: a relative name with one dot inside ``__getattr__`` of a package in
     ``LAZY_LOADERS``."""
-    files, parsed = _parse(root)
+    files = modules(root)
     out = []
-    for module, (tree, visitor) in parsed.items():
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        visitor = _LoaderCalls()
+        visitor.visit(tree)
         literals = _module_literals(tree)
         in_file = sorted({s for s in _strings(tree) if _ours(s) and s in files})
         for call, functions in visitor.calls:
-            where = Import(module, "", call.lineno, bool(functions)).where(files, root)
+            where = _where(path, root, call.lineno)
             arg = call.args[0] if call.args else next(
                 (k.value for k in call.keywords if k.arg == "name"), None)
             if arg is None:
@@ -384,8 +245,7 @@ def string_load_violations(root: Path) -> list[str]:
             if relative:
                 first = arg.value if isinstance(arg, ast.Constant) else arg.values[0].value
                 allowed = (module in LAZY_LOADERS and functions[-1:] == ["__getattr__"]
-                           and files[module].name == "__init__.py"
-                           and not first.startswith(".."))
+                           and path.name == "__init__.py" and not first.startswith(".."))
                 if not allowed:
                     out.append(f"{where}: {module} loads a relative module by string "
                                f"({ast.unparse(arg)}) outside a lazy __getattr__ re-export")
@@ -421,11 +281,59 @@ def duplicate_name_violations(root: Path) -> list[str]:
             if len(mods) > 1]
 
 
+def _bound_names(tree: ast.Module, package: str) -> dict[str, int]:
+    """Names a module binds at its top level to something other than one of its submodules
+    (``from .part import part`` binds the function, not the module), with their lines."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[node.name] = node.lineno
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    out[target.id] = node.lineno
+        elif (isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+              and node.module != package):  # from X.part import name (not: from package import part)
+            for alias in node.names:
+                out[alias.asname or alias.name] = node.lineno
+    return out
+
+
+def shadowed_submodule_violations(root: Path) -> list[str]:
+    """A package whose ``__init__`` binds a submodule's name to something else: after it,
+    ``from package import part`` gives that object, and ``monkeypatch.setattr(part, ...)`` or
+    ``part.name`` reaches the wrong thing."""
+    files = modules(root)
+    out = []
+    for module, path in files.items():
+        if path.name != "__init__.py":
+            continue
+        subs = {m[len(module) + 1:] for m in files
+                if m.startswith(module + ".") and "." not in m[len(module) + 1:]}
+        bound = _bound_names(ast.parse(path.read_text()), module)
+        for name in sorted(subs & set(bound)):
+            out.append(f"{module}.{name}: the package's __init__ (line {bound[name]}) binds "
+                       f"{name!r} to something other than its submodule")
+    return out
+
+
+def unlisted_packages(root: Path) -> list[str]:
+    """Folders with an ``__init__.py`` under the package folders that ``setup.cfg``'s
+    ``packages`` leaves out: the wheel would not hold them."""
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(root) / "setup.cfg")
+    listed = set(cfg.get("options", "packages", fallback="").split())
+    files = modules(root)
+    return sorted(m for m, path in files.items()
+                  if path.name == "__init__.py" and m not in listed)
+
+
 CHECKS = {
-    "import against the layering": layer_violations,
-    "import cycle": cycle_violations,
+    "package not listed in setup.cfg": unlisted_packages,
+    "module in no layer of the contract": unplaced_modules,
     "module loaded by string": string_load_violations,
     "same file name": duplicate_name_violations,
+    "submodule shadowed by its package": shadowed_submodule_violations,
 }
 
 
@@ -443,77 +351,139 @@ def _report(found: dict[str, list[str]]) -> str:
 
 
 # -- the real tree --------------------------------------------------------------------------------
-def test_the_tree_is_parsed():
-    files = modules(ROOT)
-    assert "patchassoc.theory.structure" in files
-    assert "patchassoc.simulations.engines.population.exact" in files
-    assert "patchassoc.cli.main" in files
-    assert all(layer(m) != "unplaced" for m in files), [m for m in files if layer(m) == "unplaced"]
+def test_lint_imports_keeps_every_contract_of_the_tree(tmp_path):
+    run = lint_imports(ROOT, tmp_path)
+    print(run.stdout, run.stderr)
+    assert run.returncode == 0, run.stdout + run.stderr
+    # every module of the package folders is in the graph, every contract of setup.cfg checked
+    assert f"Analyzed {len(modules(ROOT))} files" in run.stdout
+    assert f"Contracts: {len(contract_names(ROOT))} kept, 0 broken." in run.stdout
 
 
 def test_real_tree_layout():
-    found = all_violations(ROOT)
-    text = _report(found)
+    files = modules(ROOT)
+    assert {"patchassoc.theory.structure", "patchassoc.cli.main",
+            "patchassoc.simulations.engines.population.exact"} <= set(files)
+    text = _report(all_violations(ROOT))
     print(text)
     if text:
-        pytest.fail("layout violations of the package (issue 23):\n" + text, pytrace=False)
+        pytest.fail("layout violations of the package (issues 23, 37):\n" + text, pytrace=False)
 
 
 # -- each check fails on a tree made to fail ------------------------------------------------------
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "tree"
     for rel, text in files.items():
-        path = tmp_path / rel
+        path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    return tmp_path
+    return root
 
 
+#: A small package with every layer of the contract and an import along each allowed arrow;
+#: its setup.cfg is the repository's, so the contracts under test are the real ones.
 _BASE = {
-    "patchassoc/__init__.py": "",
+    "setup.cfg": (ROOT / "setup.cfg").read_text(encoding="utf-8"),
+    "patchassoc/__init__.py": "from patchassoc.api import run\n",
+    "patchassoc/api.py": "from patchassoc.simulations.studies import claims\n",
+    "patchassoc/__main__.py": "from patchassoc.cli.main import main\n",
     "patchassoc/cli/__init__.py": "",
-    "patchassoc/cli/main.py": "from patchassoc.simulations.studies import claims\n",
+    "patchassoc/cli/main.py": ("from patchassoc.figures import draw\n"
+                               "from patchassoc.benchmarks import bench\n"),
+    "figures/__init__.py": "",
+    "figures/draw.py": "from patchassoc.simulations.studies import claims\n",
+    "benchmarks/__init__.py": "",
+    "benchmarks/bench.py": "from patchassoc.simulations.engines import exact\n",
     "simulations/__init__.py": "",
     "simulations/studies/__init__.py": "",
-    "simulations/studies/claims.py": "from ..engines import exact\n",
+    "simulations/studies/claims.py": "from ..engines import exact\nfrom ..runtime import results\n",
     "simulations/engines/__init__.py": "",
     "simulations/engines/exact.py": "from patchassoc.theory import config\n",
+    "simulations/engines/sampler.py": "from . import exact\n",
+    "simulations/runtime/__init__.py": "",
+    "simulations/runtime/results.py": "import json\n",
     "theory/__init__.py": "",
     "theory/config.py": "import math\n",
-    "figures/__init__.py": "",
-    "benchmarks/__init__.py": "",
+}
+
+#: The statistics package, where it exists: below the studies and the engines.
+_ANALYSIS = {
+    "simulations/analysis/__init__.py": "",
+    "simulations/analysis/stats.py": "import math\n",
+    "simulations/studies/claims.py": ("from ..engines import exact\nfrom ..runtime import results\n"
+                                      "from ..analysis import stats\n"),
+    "simulations/engines/exact.py": ("from patchassoc.theory import config\n"
+                                     "from patchassoc.simulations.analysis import stats\n"),
 }
 
 
-def test_a_clean_synthetic_tree_passes(tmp_path):
-    root = _tree(tmp_path, _BASE)
+@pytest.mark.parametrize("extra", [{}, _ANALYSIS], ids=["without analysis", "with analysis"])
+def test_a_clean_synthetic_tree_keeps_every_contract(tmp_path, extra):
+    root = _tree(tmp_path, {**_BASE, **extra})
+    run = lint_imports(root, tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"Analyzed {len(modules(root))} files" in run.stdout
+    assert f"Contracts: {len(contract_names(root))} kept, 0 broken." in run.stdout
     assert all_violations(root) == {title: [] for title in CHECKS}
 
 
-def test_an_upward_import_is_reported(tmp_path):
-    root = _tree(tmp_path, {**_BASE, "theory/config.py": (
-        "def f():\n    from patchassoc.simulations.engines.exact import x\n")})
-    found = layer_violations(root)
-    assert len(found) == 1
-    assert "theory/config.py:2" in found[0] and "(theory -> engines, in a function)" in found[0]
+#: One fault per case: the file that holds it, the contract it breaks (setup.cfg section), and
+#: what lint-imports must print (the import, as ``importer -> imported (l.LINE)``; for a cycle,
+#: the package and the import that would break it). An upward import between two sibling
+#: packages (theory -> simulations) also closes a cycle between them, so it breaks no-cycles too.
+_FAULTS = {
+    "an upward import in a function": (
+        {"theory/config.py": "def f():\n    from patchassoc.simulations.engines.exact import x\n"},
+        "layers", "patchassoc.theory.config -> patchassoc.simulations.engines.exact (l.2)"),
+    "a relative upward import": (
+        {"simulations/studies/claims.py": "from ..engines import exact\nfrom ...cli import main\n"},
+        "layers", "patchassoc.simulations.studies.claims -> patchassoc.cli.main (l.2)"),
+    "runtime importing theory": (
+        {"simulations/runtime/results.py": "from patchassoc.theory import config\n"},
+        "layers", "patchassoc.simulations.runtime.results -> patchassoc.theory.config (l.1)"),
+    "a figure importing a benchmark": (
+        {"figures/draw.py": "from patchassoc.benchmarks import bench\n"},
+        "layers", "patchassoc.figures.draw -> patchassoc.benchmarks.bench (l.1)"),
+    "the statistics importing an engine": (
+        {"simulations/analysis/__init__.py": "",
+         "simulations/analysis/stats.py": "from ..engines import exact\n"},
+        "layers", "patchassoc.simulations.analysis.stats -> patchassoc.simulations.engines.exact"
+                  " (l.1)"),
+    "a benchmark importing a study": (
+        {"benchmarks/bench.py": "from patchassoc.simulations.studies import claims\n"},
+        "benchmarks", "patchassoc.benchmarks.bench -> patchassoc.simulations.studies.claims (l.1)"),
+    "the public API drawing": (
+        {"patchassoc/api.py": "from patchassoc.figures import draw\n"},
+        "public-api", "patchassoc.api -> patchassoc.figures.draw (l.1)"),
+    "a command importing the re-exports": (
+        {"patchassoc/cli/main.py": "from patchassoc import run\n"},
+        "package-roots", "patchassoc.cli.main -> patchassoc (l.1)"),
+    "code in the bare simulations package": (
+        {"simulations/__init__.py": "from patchassoc.theory import config\n"},
+        "bare-simulations", "patchassoc.simulations -> patchassoc.theory.config (l.1)"),
+    "a cycle inside a function": (
+        {"simulations/engines/exact.py": ("from patchassoc.theory import config\n"
+                                          "def f():\n    from . import sampler\n")},
+        "no-cycles", "No cycles are allowed in patchassoc.simulations.engines. It could be made "
+                     "acyclic by removing 1 dependency: - .sampler -> .exact (1 import)"),
+}
 
 
-def test_a_relative_upward_import_is_reported(tmp_path):
-    root = _tree(tmp_path, {**_BASE, "simulations/studies/claims.py": (
-        "from ..engines import exact\nfrom ...cli import main\n")})
-    found = layer_violations(root)
-    assert found == ["simulations/studies/claims.py:2: patchassoc.simulations.studies.claims "
-                     "imports patchassoc.cli.main (studies -> cli, module level)"]
+@pytest.mark.parametrize("fault", list(_FAULTS))
+def test_a_broken_contract_fails_lint_imports_and_names_the_import(tmp_path, fault):
+    change, contract, shown = _FAULTS[fault]
+    root = _tree(tmp_path, {**_BASE, **change})
+    run = lint_imports(root, tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = " ".join(run.stdout.split())   # lint-imports wraps long lines
+    assert f"{' '.join(contract_names(root)[contract].split())} BROKEN" in report, run.stdout
+    assert shown in report, run.stdout
 
 
-def test_a_cycle_is_reported_as_a_path(tmp_path):
-    root = _tree(tmp_path, {**_BASE, "simulations/engines/exact.py": (
-        "from patchassoc.theory import config\nfrom . import sampler\n"),
-        "simulations/engines/sampler.py": "def f():\n    import patchassoc.simulations.engines.exact\n"})
-    found = cycle_violations(root)
-    assert len(found) == 1
-    assert found[0].startswith("cycle: patchassoc.simulations.engines.exact (")
-    assert "patchassoc.simulations.engines.sampler (simulations/engines/sampler.py:2)" in found[0]
-    assert found[0].endswith("-> patchassoc.simulations.engines.exact")
+def test_a_module_in_no_layer_is_reported(tmp_path):
+    root = _tree(tmp_path, {**_BASE, "simulations/helpers.py": "",
+                            "patchassoc/utils/__init__.py": ""})
+    assert unplaced_modules(root) == ["patchassoc.simulations.helpers", "patchassoc.utils"]
 
 
 def test_loading_by_string_is_reported(tmp_path):
@@ -541,3 +511,29 @@ def test_a_duplicate_file_name_is_reported(tmp_path):
     root = _tree(tmp_path, {**_BASE, "figures/config.py": ""})
     assert duplicate_name_violations(root) == [
         "config.py: patchassoc.figures.config, patchassoc.theory.config"]
+
+
+def test_an_unlisted_package_is_reported(tmp_path):
+    root = _tree(tmp_path, {**_BASE, "theory/extra/__init__.py": ""})
+    assert unlisted_packages(root) == ["patchassoc.theory.extra"]
+
+
+def test_a_submodule_shadowed_by_its_package_is_reported(tmp_path):
+    root = _tree(tmp_path, {**_BASE,
+                            "theory/part.py": "def part():\n    return 1\n",
+                            "theory/__init__.py": "from patchassoc.theory.part import part\n"})
+    assert shadowed_submodule_violations(root) == [
+        "patchassoc.theory.part: the package's __init__ (line 1) binds 'part' to something other "
+        "than its submodule"]
+    fine = _tree(tmp_path / "fine", {**_BASE, "theory/part.py": "def run():\n    return 1\n",
+                                      "theory/__init__.py": "from patchassoc.theory import part\n"
+                                                            "from patchassoc.theory.part import run\n"})
+    assert shadowed_submodule_violations(fine) == []
+
+
+if __name__ == "__main__":
+    # By hand: lint-imports on the tree (its arguments pass through, e.g. --contract layers).
+    with tempfile.TemporaryDirectory() as work:
+        copy = installed_copy(ROOT, Path(work) / "installed")
+        sys.exit(subprocess.run([_lint_imports_command(), "--no-cache", *sys.argv[1:]],
+                                cwd=copy).returncode)

@@ -45,6 +45,6 @@ def render(summary: dict) -> str:
     for name, f in summary["files"].items():
         lines.append(f"  {Path(f['path']).name:28s} {f['bytes']:>10,d} bytes"
                      + ("  (Debian's .gz, byte for byte)" if f["debian_gz"] else ""))
-    lines.append(f"use: patchassoc vit --data fashion-mnist"
+    lines.append("use: patchassoc vit --data fashion-mnist"
                  + ("" if summary["searched_by_default"] else f" --data-dir {summary['folder']}"))
     return "\n".join(lines)

@@ -9,6 +9,9 @@ grid of 2 x 2 sets).
 """
 from __future__ import annotations
 
+import functools
+
+from patchassoc.simulations.analysis.formatting import num
 
 NAME = "paper-figures"
 HELP = ("the analogues of the paper's Figures 3 (a data point on its patch grid) and 4 (the "
@@ -60,5 +63,4 @@ def _step(x) -> str:
     return "never" if x is None else str(x)
 
 
-def _f(x) -> str:
-    return "n/a" if x is None else f"{x:.4f}"
+_f = functools.partial(num, spec=".4f")  # the shared formatting

@@ -12,6 +12,8 @@ Steps: ``DEFAULT_STEPS`` (:mod:`patchassoc.simulations.studies.population_run`) 
 """
 from __future__ import annotations
 
+from patchassoc.simulations.analysis.formatting import num
+
 
 NAME = "population"
 HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attention, no "
@@ -156,16 +158,12 @@ def _limit_line(lim: dict) -> str:
             f"{lim['slope_bc']:.3g} over the last decade; alpha -> {lim['alpha']:.5g})")
 
 
-def _num(x, spec: str) -> str:
-    return "n/a" if x is None else format(x, spec)
-
-
 def render_flow(s: dict) -> str:
     """The flow's reading: the horizon (or, for a flow that stopped early, its last record,
     never read as the horizon), the limit class, the time to each criterion."""
     h, lim, t = s["horizon"], s["limit"], s.get("times") or {}
     where = ("at the horizon" if s.get("reached", True) else
-             f"at its last record t = {_num(h.get('t'), '.3g')} (it stopped before the horizon "
+             f"at its last record t = {num(h.get('t'), '.3g')} (it stopped before the horizon "
              f"{s['t_max']:.3g}: censored, not read as the horizon)")
     return "\n".join([
         f"gradient flow {s['status']} to t = {s['t_reached']:.3g} steps ({s['seconds']:.1f} s, "
@@ -173,9 +171,9 @@ def render_flow(s: dict) -> str:
         f", diagonal {s['diagonal']}); results in {s['out']}",
         _limit_line(lim),
         f"  {where}: Def. 2.2 in {h['topc_rows']}/{s['D']} rows, share "
-        f"{_num(h['share'], '.6f')}, error {_num(h['error'], '.4g')} = "
-        f"{_num(h['error_over_bayes'], '.6f')} x Bayes ({s['bayes_error']:.4g}), bound "
-        f"{_num(h['bound'], '.2g')}",
+        f"{num(h['share'], '.6f')}, error {num(h['error'], '.4g')} = "
+        f"{num(h['error_over_bayes'], '.6f')} x Bayes ({s['bayes_error']:.4g}), bound "
+        f"{num(h['bound'], '.2g')}",
         f"  time for good: Def. 2.2 {_when(t, 'def22')}; share >= {1 - s['eps']:g} "
         f"{_when(t, 'share')}; error <= 1.3 x Bayes + bound {_when(t, 'error')}",
         f"  largest certified bound on M grad R over its norm: {s['max_rel_bound']:.2g} "

@@ -11,6 +11,7 @@ finish (resumable), the summary in ``<out>/sample_size.json``, the figure beside
 """
 from __future__ import annotations
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.cli.options import add_dask_options, positive_float, positive_int
 
 NAME = "sample-size"
@@ -66,10 +67,6 @@ def run(ctx) -> dict:
     return summary
 
 
-def _f(x, spec: str) -> str:
-    return "n/a" if x is None else format(x, spec)
-
-
 def render(s: dict) -> str:
     lines = [f"sample-size law of the empirical-risk flow to T = {s['t_max']:.0e} (seeds "
              f"{', '.join(map(str, s['seeds']))}; flows in {s['out']}/flows, "
@@ -83,13 +80,13 @@ def render(s: dict) -> str:
                                  f"{st['max']:.3g})" if st else "censored")
                      + (f", {r['censored']} censored" if r["censored"] else "")
                      + "; share_min at T "
-                     + ", ".join(_f(x, ".3f") for x in r["share_min"])
+                     + ", ".join(num(x, ".3f") for x in r["share_min"])
                      + "; non-invariant part of Q "
-                     + ", ".join(_f(x, ".3g") for x in r["q_residual"])
+                     + ", ".join(num(x, ".3g") for x in r["q_residual"])
                      + "; classes " + ", ".join(f"{k} {v}" for k, v in r["classes"].items()))
     ref = s.get("reference") or {}
     lines.append(f"  population flow (N -> infinity): time to the rule "
-                 f"{_f(ref.get('time_to_rule'), '.3g')}")
+                 f"{num(ref.get('time_to_rule'), '.3g')}")
     fit = s.get("fit_time_vs_N")
     if fit:
         lines.append(f"  fit ln(time) = a + gamma ln N: gamma = {fit['slope']:.3f}"

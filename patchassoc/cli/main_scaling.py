@@ -144,8 +144,9 @@ def _time(x: dict) -> str:
 
 
 def render(s: dict) -> str:
-    from patchassoc.simulations.studies.claim7_scaling import (
-        _fit_text, _num, TIME_CRITERIA, claim7, readings)
+    from patchassoc.simulations.studies.claim7_scaling import TIME_CRITERIA, claim7, readings
+    from patchassoc.simulations.studies.claim7_scaling.scaling_readings import _fit_text
+    from patchassoc.simulations.analysis.formatting import num
     from patchassoc.simulations.studies.verdicts import CAUSES
     lines = [f"scaling ({s['mode']}): family L = {s['family']['L_rule']}, C = "
              f"{s['family']['C_rule']}, q = {s['family']['q_rule']}, kappa = "
@@ -171,12 +172,12 @@ def render(s: dict) -> str:
     names = {"flow": "flow at the horizon (the verdict)", "gd": "GD within the budget (beside)"}
     for name, t in s["a"]["tests"].items():
         lines.append(f"  local exponents on the declared range, {names.get(name, name)}: ["
-                     + ", ".join(_num(x) for x in t["exponents"]) + f"] -> "
+                     + ", ".join(num(x, '.2f') for x in t["exponents"]) + "] -> "
                      + ("passes" if t["passed"] else "fails"))
     ext = s["a"].get("tests_extended")
     if ext:
         lines.append(f"  extended to d = {s['a']['extended_ds']} (beside the verdict), flow: ["
-                     + ", ".join(_num(x) for x in ext["flow"]["exponents"]) + "] -> "
+                     + ", ".join(num(x, '.2f') for x in ext["flow"]["exponents"]) + "] -> "
                      + ("passes" if ext["flow"]["passed"] else "fails"))
     b = s["b"]
     fb = b.get("flow") or {}
@@ -198,7 +199,7 @@ def render(s: dict) -> str:
             lines.append(f"      fit {c}: {txt}")
     for r in b["vs_d"] + b["vs_D"]:
         lines.append(f"  (b) budget GD d = {r['d']}, L = C = {r['L']}: t_alpha {r['t_alpha']}, "
-                     f"t_share {r['t_share']}, final share {_num(r['share_final'], '{:.3f}')}")
+                     f"t_share {r['t_share']}, final share {num(r['share_final'], '.3f')}")
     g = (b["fits_d"].get("t_share") or {}).get("gamma")
     if g:
         lines.append(f"  budget GD t_share ~ d^{g['slope']:.3f}"

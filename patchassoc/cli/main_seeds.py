@@ -29,6 +29,7 @@ SPEC section 6, claim 2, and "Claims read at a declared horizon".
 """
 from __future__ import annotations
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.cli.options import add_dask_options, positive_float, positive_int
 
 
@@ -126,8 +127,8 @@ def render_flows(s: dict) -> str:
         lines.append("  " + cause_line({"cause": cause}))
     for x in s["seeds"]:
         lines.append(f"  seed {x['seed']}: {x['status']}; class {x['limit_class']} (slope of "
-                     f"min u {_f(x['slope_u_min'], '.3f')} per ln t); at T share min "
-                     f"{_f(x['share_min'], '.4f')}, test error {_f(x['test_error'], '.4%')}, "
+                     f"min u {num(x['slope_u_min'], '.3f')} per ln t); at T share min "
+                     f"{num(x['share_min'], '.4f')}, test error {num(x['test_error'], '.4%')}, "
                      f"Def. 2.2 {x['topc_rows']} rows -> {'pass' if x['passed'] else 'FAIL'}; "
                      f"time to the rule {_t(x['time_to_rule'])}")
     gd = s.get("budget_readings")
@@ -138,10 +139,6 @@ def render_flows(s: dict) -> str:
                      f"[{glo:.3f}, {ghi:.3f}]")
     lines += [f"figure: {p}" for p in s.get("figures", [])]
     return "\n".join(lines)
-
-
-def _f(x, spec: str) -> str:
-    return "n/a" if x is None else format(x, spec)
 
 
 def render(s: dict) -> str:

@@ -3,7 +3,7 @@ error, which generalize, which have patch association, and what gradient descent
 
 Two configurations: ``main`` (the resolved config, the reference one by default) and the documented
 alternative ``alt`` (the same with q = ``--alt-q``, default
-:data:`patchassoc.simulations.studies.claim3_solutions.ALT_Q`), where identity and uniform attention
+:data:`patchassoc.simulations.studies.claim3_solutions.measurement.ALT_Q`), where identity and uniform attention
 generalize within the slack of the criterion. The sampled-data GD row is computed for ``main`` only
 (it trains the model with :func:`patchassoc.simulations.engines.sampled_descent.train`, or loads
 ``--train-from DIR``).
@@ -17,9 +17,11 @@ SPEC section 6, claim 3; conventions in :mod:`patchassoc.theory.solutions`.
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.theory import solutions as th
 
 
@@ -68,7 +70,8 @@ def add_arguments(parser) -> None:
 
 def run(ctx) -> dict:
     from patchassoc.figures.catalog import draw
-    from patchassoc.simulations.studies.claim3_solutions import _load_train, compute
+    from patchassoc.simulations.studies.claim3_solutions import compute
+    from patchassoc.simulations.studies.claim3_solutions.solutions_verdict import _load_train
     a = ctx.args
     if a.gd_steps is not None and a.gd_steps < 1:
         raise ValueError("--gd-steps must be >= 1")
@@ -84,16 +87,11 @@ def run(ctx) -> dict:
     return outcome.summary
 
 
-def _fmt(x, spec=".4g"):
-    if x is None:
-        return "-"
-    if isinstance(x, float) and math.isinf(x):
-        return "inf"
-    return format(x, spec)
+_fmt = functools.partial(num, missing="-")  # the shared formatting
 
 
 def render_table(s: dict) -> str:
-    """The table of one configuration (a summary of :class:`~patchassoc.simulations.studies.claim3_solutions.SolutionsResult`)."""
+    """The table of one configuration (a summary of :class:`~patchassoc.simulations.studies.claim3_solutions.table.SolutionsResult`)."""
     pr = s["problem"]
     bf = s.get("bayes_error_bruteforce")
     lines = [f"[{s['label']}] L={pr['L']}, C={pr['C']} (D={pr['D']}), q={pr['q']:.4g}, "
@@ -114,7 +112,7 @@ def render_table(s: dict) -> str:
                     f"{r['generalizes_from_lambda']:g} ({r['share_from_lambda']:.2f})")
         if r["name"].startswith("gd-"):
             gen_from = ""
-        rows.append((r["label"], r["method"], f"{r['alpha']:.3f}", _fmt(r["risk"]), err,
+        rows.append((r["label"], r["method"], f"{r['alpha']:.3f}", _fmt(r["risk"], '.4g'), err,
                      _fmt(r["error_over_bayes"], ".3f"), f"{r['topc_rows']}/{pr['D']}",
                      f"{r['share_min']:.3f}", f"{r['mass_min']:.3f}", r["association"],
                      r["generalizes"], r["nearest"], gen_from))

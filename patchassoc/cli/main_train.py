@@ -2,6 +2,7 @@
 flow of the same empirical risk to a horizon, with results and figures."""
 from __future__ import annotations
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.cli.options import positive_float
 
 
@@ -58,10 +59,6 @@ def run(ctx) -> dict:
                       "training")
 
 
-def _num(x, spec: str) -> str:
-    return "n/a" if x is None else format(x, spec)
-
-
 def _when(times: dict, key: str) -> str:
     r = (times or {}).get(key) or {}
     return ("censored (the flow stopped before the horizon)" if r.get("stopped") else
@@ -74,16 +71,16 @@ def render_flow(s: dict) -> str:
     stopped early), the limit class, the time to each criterion of claim 2's seed rule."""
     h, lim, t = s["horizon"], s["limit"], s.get("times") or {}
     where = ("at the horizon" if s.get("reached") else
-             f"at its last record t = {_num(h.get('t'), '.3g')} (it stopped before the horizon "
+             f"at its last record t = {num(h.get('t'), '.3g')} (it stopped before the horizon "
              f"{s['t_max']:.3g}: censored, not read as the horizon)")
     if lim.get("class") == "undetermined":
         limit = f"  limit: undetermined ({lim.get('reason')})"
     else:
         limit = (f"  limit: {lim['class']} (min_i u_i = {lim['u_min']:.4g}, slope per ln t "
                  f"{lim['slope_u_min']:.3g} over the last decade; loss falling as t^"
-                 f"{_num(lim.get('loss_rate'), '.3g')}; ||v|| +{_num(lim.get('v_growth'), '.3g')}"
-                 f" and ||Q offdiag|| +{_num(lim.get('q_growth'), '.3g')} per ln t; direction "
-                 f"turned {_num(lim.get('turn'), '.2g')} rad)")
+                 f"{num(lim.get('loss_rate'), '.3g')}; ||v|| +{num(lim.get('v_growth'), '.3g')}"
+                 f" and ||Q offdiag|| +{num(lim.get('q_growth'), '.3g')} per ln t; direction "
+                 f"turned {num(lim.get('turn'), '.2g')} rad)")
     return "\n".join([
         f"gradient flow of the empirical risk {s['status']} to t = {s['t_reached']:.3g} steps "
         f"({s['seconds']:.1f} s, {s['evaluations']} evaluations, {s['jacobians']} Jacobians, "
@@ -91,10 +88,10 @@ def render_flow(s: dict) -> str:
         f"in {s['out']}",
         limit,
         f"  {where}: Def. 2.2 in {h['topc_rows']}/{s['D']} rows, share min "
-        f"{_num(h.get('share_min'), '.4f')} (mean {_num(h.get('share_mean'), '.4f')}), test "
-        f"error {_num(h.get('test_error'), '.4%')} (limit {s['error_limit']:.4%}), training "
-        f"loss {_num(h.get('train_loss'), '.3g')}, alpha {_num(h.get('alpha'), '.4f')}, "
-        f"non-invariant part of Q {_num(h.get('q_residual'), '.4g')}",
+        f"{num(h.get('share_min'), '.4f')} (mean {num(h.get('share_mean'), '.4f')}), test "
+        f"error {num(h.get('test_error'), '.4%')} (limit {s['error_limit']:.4%}), training "
+        f"loss {num(h.get('train_loss'), '.3g')}, alpha {num(h.get('alpha'), '.4f')}, "
+        f"non-invariant part of Q {num(h.get('q_residual'), '.4g')}",
         f"  time for good: Def. 2.2 {_when(t, 'def22')}; share >= {s['share_level']:g} "
         f"{_when(t, 'share')}; test error <= limit {_when(t, 'error')}; the seed rule "
         f"{_when(t, 'all')}"])

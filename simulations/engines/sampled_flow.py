@@ -60,7 +60,6 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 from scipy.integrate import BDF, LSODA, Radau
@@ -71,6 +70,7 @@ from patchassoc.theory.config import Config
 from patchassoc.theory.invariant import noninvariant_residual
 from patchassoc.theory.structure import Structure
 
+from patchassoc.simulations.analysis import stats
 from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.engines.criteria import times_to_criteria
@@ -382,13 +382,6 @@ def _test_errors(X, y, V, Qs, p, nu, chunk: int = 1024) -> np.ndarray:
 
 
 # -- the reading ---------------------------------------------------------------------------------
-def _slope(x: np.ndarray, y: np.ndarray) -> float:
-    """The least-squares slope of y against x (0 when x does not vary)."""
-    x = x - x.mean()
-    den = fixed_order.dot(x, x)
-    return fixed_order.dot(x, y - y.mean()) / den if den > 0 else 0.0
-
-
 #: The limit rule in words (:func:`limit_class`).
 LIMIT_RULE = (f"the last decade of records before the horizon (>= {MIN_RECORDS} records; a flow "
               f"that did not reach its horizon has none: undetermined), u_i the log-odds of row "
@@ -434,10 +427,10 @@ def limit_class(tr: SampledFlowTrajectory) -> dict:
     loss = tr.train_loss[last]
     move = float(np.max(np.abs(final - first) / (1.0 + np.abs(final))))
     out.update(decided_at=end, records=int(last.size), u_min=float(tr.u_min[-1]),
-               slope_u_min=_slope(lnt, tr.u_min[last]), u_max=float(tr.u_max[-1]),
-               slope_u_max=_slope(lnt, tr.u_max[last]),
-               loss_rate=(_slope(lnt, np.log(loss)) if np.all(loss > 0) else None),
-               v_growth=_slope(lnt, tr.v_norm[last]), q_growth=_slope(lnt, tr.q_norm[last]),
+               slope_u_min=stats.slope(lnt, tr.u_min[last]), u_max=float(tr.u_max[-1]),
+               slope_u_max=stats.slope(lnt, tr.u_max[last]),
+               loss_rate=(stats.slope(lnt, np.log(loss)) if np.all(loss > 0) else None),
+               v_growth=stats.slope(lnt, tr.v_norm[last]), q_growth=stats.slope(lnt, tr.q_norm[last]),
                turn=float(math.acos(max(-1.0, min(1.0, cosine)))), max_move=move,
                test_error=float(tr.test_error[-1]))
     if out["u_min"] > 0 and out["slope_u_min"] >= SLOPE_MIN:

@@ -1,5 +1,5 @@
 """Resumable grids of independent cells stored as JSON records (claims 1, 2 and 7, and any
-study that calls :func:`run_cells`).
+study that calls :func:`~patchassoc.simulations.runtime.cells.run_cells`).
 
 A cell has a ``key`` (its file name). The missing cells run, in the order given, on the
 executor's backends (:func:`patchassoc.simulations.runtime.executor.map_tasks`: in this process,

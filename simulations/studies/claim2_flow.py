@@ -11,12 +11,12 @@ the Wilson 95 % lower end of the pass rate is >= 0.7 and the controls fail.
 
 What a FAIL says (:func:`cause_of`): (iii) a control associates; (i) a seed's flow did not reach
 T, or every failing seed still moves toward each criterion it fails, by claim 2's tolerances per
-doubling of t over the last decade of records (:func:`.claim2_seeds.trend` with window 10);
+doubling of t over the last decade of records (:func:`~patchassoc.simulations.studies.common.seed_rule.trend` with window 10);
 else (ii).
 
 Reported with it: each seed's limit class (:func:`~patchassoc.simulations.engines.sampled_flow.limit_class`)
 and its slope of min_i u_i, the time to the rule, the pass rate against t with its Wilson band,
-the invariance z of Q_T - Q_0 (:func:`.claim2_seeds.invariance_z`).
+the invariance z of Q_T - Q_0 (:func:`~patchassoc.simulations.studies.common.seed_rule.invariance_z`).
 
 The sample-size law (:func:`sample_size_summary`; reported, not a threshold): the same flows at
 N in ``SAMPLE_SIZES`` and seeds 0..4, against N: the time to the seed rule, share_min, the test
@@ -40,19 +40,28 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-
-from patchassoc.theory.config import Config, preset
-from patchassoc.simulations.engines.population.flow import T_MAX, run_flow
-from patchassoc.simulations.engines.sampled_flow import (SAMPLED_FLOW_VERSION,
-                                                          run_sampled_flow)
+from patchassoc.simulations.analysis.stats import wilson_interval
 from patchassoc.simulations.engines.criteria import times_to_criteria
+from patchassoc.simulations.engines.population.flow import T_MAX, run_flow
+from patchassoc.simulations.engines.sampled_flow import SAMPLED_FLOW_VERSION, run_sampled_flow
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
-from patchassoc.simulations.studies.claim2_seeds import (
-    ERROR_FACTOR, ERROR_SLACK, N_SEEDS, RATE_LOWER, SHARE_MIN, TREND_TOL, _moving, invariance_z,
-    pass_rate_curve, trend, wilson_interval, _over_seeds)
-from patchassoc.simulations.studies.claim7_scaling import loglog_fit
+from patchassoc.simulations.studies.common.scaling_family import loglog_fit
+from patchassoc.simulations.studies.common.seed_rule import (
+    ERROR_FACTOR,
+    ERROR_SLACK,
+    N_SEEDS,
+    RATE_LOWER,
+    SHARE_MIN,
+    TREND_TOL,
+    _moving,
+    _over_seeds,
+    invariance_z,
+    pass_rate_curve,
+    trend,
+)
 from patchassoc.simulations.studies.study import Outcome, Study
+from patchassoc.theory.config import Config, preset
 
 __all__ = ["FlowSeedTask", "FlowSeedCell", "run_flow_seed", "run_flow_seeds", "flows_summary",
            "cause_of", "FLOW_TREND_WINDOW", "SAMPLE_SIZES", "SAMPLE_SIZE_SEEDS",
@@ -351,9 +360,16 @@ def claim2_at_flow(flows: dict | None, gd: dict | None = None, convergence: dict
     reference structure (matrix controls at eps = 0.25). The Fig. 2 control is
     ``flows["control"]``. A FAIL names its cause (:func:`cause_of`)."""
     from patchassoc.simulations.studies import claim2_seeds as c2
-    from patchassoc.simulations.studies.verdicts import (as_preview, controls_ok,
-                                                         controls_text, fmt, matrix_controls,
-                                                         not_run, record, with_cause)
+    from patchassoc.simulations.studies.verdicts import (
+        as_preview,
+        controls_ok,
+        controls_text,
+        fmt,
+        matrix_controls,
+        not_run,
+        record,
+        with_cause,
+    )
 
     T = (flows or {}).get("horizon") or T_MAX
     T_text = f"{T:.0e}" if isinstance(T, (int, float)) else str(T)
@@ -639,7 +655,7 @@ def _study():
         run=reproduce, cost=300, kernels=("sampled",),
         figures=("seeds_flow", "seeds_horizon", "gaussian_cnn"),
         version=f"{PROTOCOL}/{SAMPLED_FLOW_VERSION}/{c2.PROTOCOL}",
-        options=("budget_readings",))
+        options=("budget_readings",), statement=c2.CLAIM, live=c2.live)
     size = Study(
         name="sample_size", readings=sample_size_readings,
         what="the sample-size law of the empirical-risk flow, a declared preview (N = 1000, "

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from patchassoc.theory.lemmas import prove_all
 from patchassoc.simulations.runtime.verified import read_verified, write_summary
-from patchassoc.simulations.studies.study import Outcome, Study
+from patchassoc.simulations.studies.study import LiveContext, Outcome, Study
 from patchassoc.simulations.studies.verdicts import not_run, record, step_summary, with_cause
 
 __all__ = ["CLAIM", "prove", "claim4", "reproduce", "verdict", "STUDY"]
@@ -119,5 +119,12 @@ def verdict(root: Path) -> dict:
     return claim4(lem, source=str(root / "lemmas"))
 
 
+def live(ctx: LiveContext) -> dict:
+    """Claim 4 now: the lemmas proved by sympy (the same proofs as the study's)."""
+    ctx.say("[check] claim 4: lemmas ...")
+    return claim4(prove(), source="patchassoc.theory.lemmas now")
+
+
 STUDY = Study(name="lemmas", claim="4", verdict=verdict,
-              what="sympy proofs of the lemmas of SPEC section 4", run=reproduce, cost=13)
+              what="sympy proofs of the lemmas of SPEC section 4", run=reproduce, cost=13,
+              statement=CLAIM, live=live)

@@ -28,7 +28,7 @@ trained at every B, the positional and the standard ViT at the B that are multip
 side (the others cut through patches). Reported: the accuracy table (model x B, 95 % CI), each model's paired change
 from the unshuffled to the finest shuffle, and the locality of the learned positional maps once
 the shuffle is undone: the mean grid distance of each patch's top-4 patches against 200 random
-relabellings (a z-score; :func:`patchassoc.simulations.engines.vit.stats.locality_z`).
+relabellings (a z-score; :func:`patchassoc.simulations.engines.vit.locality_stats.locality_z`).
 ``--shuffle-epochs`` and ``--shuffle-seeds`` set its budget; ``--no-shuffle`` skips it.
 
 Digits recipe (both models): token width 64, 2 blocks, 4 heads, MLP 128, mean pooling; AdamW
@@ -54,11 +54,13 @@ SPEC section 6, claim 6.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from pathlib import Path
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.verified import read_verified, write_summary
 from patchassoc.simulations.studies.study import Outcome, Study
@@ -403,13 +405,7 @@ def reproduce(out_dir: Path, config=None, seed: int = 0, quick: bool = False,
     return outcome
 
 
-def _num(x, fmt: str) -> str:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return "n/a"
-    return format(x, fmt) if math.isfinite(x) else "n/a"
-
+_num = functools.partial(num, nonfinite="n/a")  # the shared formatting
 
 _MODEL_LABELS = {"positional": "positional ViT", "logits": "positional ViT (logits)",
                  "content": "standard ViT", "cnn": "small CNN", "uniform": "uniform attention",
@@ -462,7 +458,7 @@ def _shuffle_reading(sh: dict) -> str:
             + (f"; the ViTs skip B = {', '.join(map(str, skipped))}, whose blocks cut through "
                f"their {sh['grid'][0]} x {sh['grid'][1]} grid of patches" if skipped else "")
             + ". Mean test accuracy (left panel, 95 % bars): " + "; ".join(rows) + ". From no "
-            f"shuffle to each model's finest B: " + "; ".join(changes) + ". Right panels: the "
+            "shuffle to each model's finest B: " + "; ".join(changes) + ". Right panels: the "
             f"learned positional "
             f"similarity of one interior patch, unshuffled, shuffled as trained, and shuffled "
             f"once mapped back through the inverse permutation. Locality (mean grid distance of "
@@ -591,4 +587,5 @@ def decide(beside: dict | None, vit_dir) -> dict:
 STUDY = Study(
     name="vit", claim="6", verdict=verdict, readings=readings,
     what="positional-attention ViT vs standard ViT on digits, with controls and the "
-         "shuffled-patch experiment", run=reproduce, cost=400, figures=("vit_attention", "vit_shuffle"))
+         "shuffled-patch experiment", run=reproduce, cost=400, figures=("vit_attention", "vit_shuffle"),
+    statement=CLAIM)

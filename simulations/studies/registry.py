@@ -12,13 +12,9 @@ SPEC section 6.
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
-from patchassoc.simulations.engines.population.trajectory import run_population
-from patchassoc.simulations.engines.sampled_descent import TrainResult
-from patchassoc.simulations.studies import (claim1_grid, claim2_flow, claim2_seeds,
-                                            claim3_solutions,
+from patchassoc.simulations.studies import (claim1_grid, claim2_flow, claim3_solutions,
                                             claim4_lemmas, claim6_vit, claim7_scaling,
                                             paper_settings, population_run,
                                             sampled_convergence, sampled_training,
@@ -27,7 +23,7 @@ from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_tr
 from patchassoc.simulations.studies.robustness import run as robustness
 from patchassoc.simulations.runtime.errors import CorruptFile
 from patchassoc.simulations.runtime.results import write_json
-from patchassoc.simulations.studies.study import Outcome, Study
+from patchassoc.simulations.studies.study import LiveContext, Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, is_quick, not_run, record,
                                                      summarize)
 
@@ -122,46 +118,16 @@ def collect_from(root: str | Path, quick: bool | None = None) -> list[dict]:
 def collect_live(config, seed: int = 0, *, train: bool = True, progress: bool = False,
                  log=None) -> list[dict]:
     """What is cheap to compute now, as previews (one point and one seed are not the claims'
-    grid and seeds): claim 1 at the reference point, claim 2 from one seed (unless ``train``
-    is False), claim 3 (the solutions at the largest lambda), claim 4 (the lemmas); 5 to 7
-    are ``not run``."""
-    def say(msg):
-        if log is not None:
-            log(msg)
-
-    claims = []
-    cfg = config.replace(param="logits", diagonal="fixed")
-    say("[check] claim 1: population GD at the reference point (the grid: `patchassoc grid`)")
-    pop = run_population(cfg, seed, steps=3000)
-    claims.append(claim1_grid.claim1(None, pop.structure, pop.summary(),
-                                     source="population GD now (3000 steps)"))
-    tr = None
-    if train:
-        say("[check] claim 2: one seed of sampled GD (the claim: `patchassoc seeds`)")
-        with tempfile.TemporaryDirectory() as tmp:
-            cell = claim2_seeds.SeedCell(seed)
-            rec = claim2_seeds.run_seed(claim2_seeds.SeedTask.make(cfg, tmp), cell)
-            tr = TrainResult.load(Path(tmp) / cell.key)
-        claims.append(claim2_seeds.claim2(claim2_seeds.seeds_summary([rec], quick=True), None,
-                                          pop.structure, source="one seed now"))
-    else:
-        claims.append(not_run("2", "training skipped (--no-train)", claim=claim2_seeds.CLAIM))
-    lam = claim3_solutions.DEFAULT_LAMBDAS[-1]
-    say("[check] claim 3: solutions at the largest lambda ...")
-    res, _ = claim3_solutions.solutions_table(cfg, seed, lambdas=(lam,), train_result=tr,
-                                              sampled=tr is not None, progress=progress)
-    claims.append(claim3_solutions.claim3(res.summary(),
-                                          source=f"solutions now (lambda = {lam:g})"))
-    say("[check] claim 4: lemmas ...")
-    claims.append(claim4_lemmas.claim4(claim4_lemmas.prove(),
-                                       source="patchassoc.theory.lemmas now"))
-    claims.append(not_run("5", "not computed by check (run `patchassoc transfer`, or "
-                               "check --from a reproduction)", claim=claim5_transfer.CLAIM))
-    claims.append(not_run("6", "not computed by check (run `patchassoc vit`, or check --from "
-                               "a reproduction)", claim=claim6_vit.CLAIM))
-    claims.append(not_run("7", "not computed by check (run `patchassoc scaling`, or check "
-                               "--from a reproduction)", claim=claim7_scaling.CLAIM))
-    return claims
+    grid and seeds): each claim study's ``live`` check (:class:`~.study.LiveContext`), in the
+    order of the claims, on ``config`` with the diagonal fixed; a claim study without one is
+    ``not run``, with the command that computes it. ``train`` False skips training (claim 2's
+    check is then ``not run``)."""
+    ctx = LiveContext(config.replace(param="logits", diagonal="fixed"), seed, train=train,
+                      progress=progress, log=log)
+    return [s.live(ctx) if s.live is not None else
+            not_run(s.claim, f"not computed by check (run `patchassoc {s.name}`, or check "
+                             "--from a reproduction)", claim=s.statement)
+            for s in claim_studies()]
 
 
 def check(config, seed: int, from_dir: Path | None = None, *, train: bool = True,

@@ -59,6 +59,7 @@ from patchassoc.theory.structure import Structure
 
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
+from patchassoc.simulations.analysis import stats
 from patchassoc.simulations.engines.sampler import sample, unit_vector
 from patchassoc.simulations.engines.sampled_descent import gradient_descent
 from patchassoc.simulations.engines.start import record_steps
@@ -236,26 +237,20 @@ def distances(alpha_N: np.ndarray, v_perp_N: np.ndarray, A_N: np.ndarray,
     return out
 
 
-def _ols_slopes(x: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares slope and intercept of each row of Y against x."""
-    xc = x - x.mean()
-    slope = (Y - Y.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
-    return slope, Y.mean(axis=-1) - slope * x.mean()
-
-
 def fit_slopes(Ns: np.ndarray, dist: np.ndarray, names: Sequence[str], seed: int,
                n_boot: int = N_BOOTSTRAP, level: float = CI_LEVEL) -> dict:
     """Slope of log(mean over seeds) against log N per component, with a percentile bootstrap
-    interval over seeds (one resample of the seeds serves every N and every component).
+    interval over seeds (one resample of the seeds serves every N and every component;
+    :func:`~patchassoc.simulations.analysis.stats.bootstrap_indices`).
 
     ``dist`` is (Ns, seeds, components) in :data:`COMPONENTS` order; ``names`` picks the
     components to fit. A component whose mean distance is not positive at some N gets None.
     """
     Ns = np.asarray(Ns, dtype=float)
-    x = np.log(Ns)
+    x = np.array([math.log(n) for n in Ns])
     n_seeds = dist.shape[1]
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 13]))
-    idx = rng.integers(0, n_seeds, size=(n_boot, n_seeds))
+    idx = stats.bootstrap_indices(n_seeds, n_boot, rng)
     out = {}
     for name in names:
         D = dist[..., COMPONENTS.index(name)]                     # (Ns, seeds)
@@ -263,12 +258,12 @@ def fit_slopes(Ns: np.ndarray, dist: np.ndarray, names: Sequence[str], seed: int
         if not (np.all(np.isfinite(mean)) and np.all(mean > 0)):
             out[name] = {"slope": None, "intercept": None, "ci_low": None, "ci_high": None}
             continue
-        slope, intercept = _ols_slopes(x, np.log(mean)[None, :])
-        boot = D[:, idx].mean(axis=2).T                           # (n_boot, Ns)
-        bslope, _ = _ols_slopes(x, np.log(boot))
-        lo, hi = np.quantile(bslope, [(1 - level) / 2, (1 + level) / 2])
-        out[name] = {"slope": float(slope[0]), "intercept": float(intercept[0]),
-                     "ci_low": float(lo), "ci_high": float(hi)}
+        y = np.log(mean)
+        slope = stats.slope(x, y)
+        boot = np.log(D[:, idx].mean(axis=2).T)                   # (n_boot, Ns)
+        lo, hi = stats.percentile_interval([stats.slope(x, b) for b in boot], level)
+        out[name] = {"slope": slope, "intercept": float(y.mean() - slope * x.mean()),
+                     "ci_low": lo, "ci_high": hi}
     return out
 
 

@@ -41,7 +41,8 @@ def run_flow_and_save(config: Config, seed: int, out: Path, progress: bool,
     seed rule (:mod:`.claim2_seeds`), saved in ``out``; the summary (``exit_status`` 1 when the
     flow did not reach its horizon: what it recorded is saved) and the result."""
     from patchassoc.simulations.engines.sampled_flow import run_sampled_flow
-    from patchassoc.simulations.studies.claim2_seeds import ERROR_FACTOR, ERROR_SLACK, SHARE_MIN
+    from patchassoc.simulations.studies.common.seed_rule import (ERROR_FACTOR, ERROR_SLACK,
+                                                                 SHARE_MIN)
 
     result = run_sampled_flow(config, seed, t_max=t_max, error_factor=ERROR_FACTOR,
                               error_slack=ERROR_SLACK, share_level=SHARE_MIN,

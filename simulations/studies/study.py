@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Study", "Outcome"]
+__all__ = ["Study", "Outcome", "LiveContext"]
 
 
 @dataclass
@@ -74,6 +74,13 @@ class Study:
         Keyword options of ``run`` that ``reproduce`` sets from its command line (e.g.
         ``budget_readings``); they are part of the step's work, so that a step computed with
         other options is computed again.
+    statement : str
+        The claim as SPEC section 6 states it, in one line (a claim study's record carries it).
+    live : callable, optional
+        ``live(ctx) -> dict``: the claim computed now, cheaply (a reference point, one seed),
+        as ``patchassoc check`` without ``--from`` shows it (a preview: never the declared
+        study); ``ctx`` is a :class:`LiveContext`. A claim study without one is reported
+        ``not run`` there, with the command that computes it.
     table : callable, optional
         ``table(root) -> dict | None``: a table a study without a claim of its own reports
         beside the claims (``patchassoc check --from`` prints it), read from a reproduction
@@ -94,7 +101,39 @@ class Study:
     version: str = "1"
     table: Callable[[Path], dict | None] | None = None
     options: tuple[str, ...] = ()
+    statement: str = ""
+    live: Callable[["LiveContext"], dict] | None = None
 
     def __post_init__(self) -> None:
         if (self.claim is None) != (self.verdict is None):
             raise ValueError(f"study {self.name}: a claim needs a verdict and a verdict a claim")
+        if self.live is not None and self.claim is None:
+            raise ValueError(f"study {self.name}: a live check computes a claim; it has none")
+
+
+@dataclass
+class LiveContext:
+    """What the live checks of ``patchassoc check`` (without ``--from``) share.
+
+    ``config`` is the configuration the claims are read at (diagonal fixed), ``seed`` its seed,
+    ``train`` False when training is skipped (``--no-train``). ``shared`` holds what one check
+    computed for the next (:meth:`cached`): claims 1 and 2 read one population run, claim 3
+    the training run of claim 2.
+    """
+    config: Any
+    seed: int = 0
+    train: bool = True
+    progress: bool = False
+    log: Callable[[str], None] | None = None
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    def say(self, message: str) -> None:
+        """One line of progress (to ``log``, when given)."""
+        if self.log is not None:
+            self.log(message)
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``shared[key]``, computed by ``compute()`` on first use."""
+        if key not in self.shared:
+            self.shared[key] = compute()
+        return self.shared[key]

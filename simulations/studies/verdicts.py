@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.theory.association import control_records
 from patchassoc.theory.config import preset
 from patchassoc.theory.structure import Structure, build_structure
@@ -114,8 +115,9 @@ def matrix_controls(structure: Structure | None, eps: float) -> list[dict]:
     return [c for c in control_records(structure, eps=eps) if c["expected"] == "fail"]
 
 
-def fmt(x, spec=".3f") -> str:
-    return "n/a" if x is None else format(float(x), spec)
+#: The shared formatting of numbers (:func:`patchassoc.simulations.analysis.formatting.num`),
+#: under the name the claim records use.
+fmt = num
 
 
 def short(x) -> str:

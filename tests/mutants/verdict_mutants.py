@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FLOW = "simulations/engines/population/flow.py"
 CRIT = "simulations/engines/criteria.py"
-GRID = "simulations/studies/claim1_grid.py"
+GRID = "simulations/studies/common/horizon_rule.py"
 SEEDS = "simulations/studies/claim2_seeds.py"
-SCAL = "simulations/studies/claim7_scaling.py"
+SCAL = "simulations/studies/claim7_scaling/rule.py"
 LEMM = "simulations/studies/claim4_lemmas.py"
 VERD = "simulations/studies/verdicts.py"
 RUNS = "simulations/studies/robustness/runs.py"
@@ -167,9 +167,9 @@ MUTANTS = (
     Mutant("M31", "claim 1's _kind ignores the FALLING tolerance", GRID,
            "e0 > (1.0 + FALLING) * e1", "e0 > e1", (T_GRID, T_MUT)),
     Mutant("M32", "robustness: the claim-1 cell no longer needs the reference point", TABS,
-           '    cause = None if gs["passed"] else claim1_grid.grid_cause(gs)',
+           '    cause = None if gs["passed"] else horizon_rule.grid_cause(gs)',
            '    gs["passed"] = bool(gs["n_regime"] and gs["regime_fraction"] >= 0.9)\n'
-           '    cause = None if gs["passed"] else claim1_grid.grid_cause(gs)', (T_ROB, T_MUT)),
+           '    cause = None if gs["passed"] else horizon_rule.grid_cause(gs)', (T_ROB, T_MUT)),
     # -- this round: the one rule of the horizon ------------------------------------------------
     Mutant("M33", "a flow that did not reach its horizon gets a class", FLOW,
            "    if not reached:\n        out[\"reason\"]",
@@ -237,13 +237,32 @@ class _Restore:
         return False
 
 
+#: Where the verdict code lives: a mutant's text is looked for there when its ``file`` (the
+#: module it was written for) no longer holds it, so that moving code keeps the list valid.
+SOURCES = ("theory", "simulations", "patchassoc", "figures", "benchmarks")
+
+
+def locate(m: Mutant) -> tuple[Path | None, str]:
+    """The one file holding the mutant's text exactly once: its ``file``, else the unique file
+    of :data:`SOURCES` that does; (None, why) when there is none or several."""
+    path = ROOT / m.file
+    if path.exists() and path.read_text().count(m.old) == 1:
+        return path, ""
+    hits = [f for top in SOURCES for f in sorted((ROOT / top).rglob("*.py"))
+            if m.old in f.read_text()]
+    if len(hits) == 1 and hits[0].read_text().count(m.old) == 1:
+        return hits[0], ""
+    return None, (f"the text is in {len(hits)} files" if len(hits) != 1 else
+                  f"the text occurs several times in {hits[0].relative_to(ROOT)}")
+
+
 def run_mutant(m: Mutant, timeout: float = 900.0) -> tuple[str, str, float]:
     """Apply ``m``, run its tests, restore; (result, detail, seconds), result one of
     ``killed``, ``SURVIVED``, ``NOT APPLIED``."""
-    path = ROOT / m.file
+    path, why = locate(m)
+    if path is None:
+        return "NOT APPLIED", why, 0.0
     text = path.read_text()
-    if text.count(m.old) != 1:
-        return "NOT APPLIED", f"the text occurs {text.count(m.old)} times in {m.file}", 0.0
     digest = hashlib.sha256(text.encode()).hexdigest()
     t0 = time.perf_counter()
     with _Restore(path, text):
@@ -275,13 +294,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown mutant(s): {', '.join(sorted(unknown))}")
     if args.list:
         for m in chosen:
-            print(f"{m.id}  {m.file}  {m.what}")
+            where, why = locate(m)
+            print(f"{m.id}  {where.relative_to(ROOT) if where else 'NOT FOUND: ' + why}  "
+                  f"{m.what}")
         return 0
     rows = []
     for m in chosen:
         result, detail, sec = run_mutant(m)
         rows.append((m, result, detail, sec))
-        print(f"{m.id}  {result:<11} {sec:6.1f} s  {m.what}  [{detail}]", flush=True)
+        where = locate(m)[0]
+        print(f"{m.id}  {result:<11} {sec:6.1f} s  {m.what}  "
+              f"({where.relative_to(ROOT) if where else m.file})  [{detail}]", flush=True)
     bad = [r for r in rows if r[1] != "killed"]
     print(f"\n{len(rows) - len(bad)} of {len(rows)} killed"
           + (f"; not killed: {', '.join(r[0].id for r in bad)}" if bad else ""))

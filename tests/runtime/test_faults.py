@@ -168,12 +168,13 @@ def _cut_trajectory(status="interrupted at step 3"):
 
 def test_the_grid_cells_raise_on_an_interrupted_descent_or_flow(monkeypatch):
     from patchassoc.simulations.studies import claim1_grid as cg
+    from patchassoc.simulations.studies.claim1_grid import grid_points as cells
     task, cell = cg.GridTask(), cg.GridCell(4, 4, 256)
-    monkeypatch.setattr(cg, "population_descent", lambda *a, **k: _cut_trajectory())
+    monkeypatch.setattr(cells, "population_descent", lambda *a, **k: _cut_trajectory())
     with pytest.raises(KeyboardInterrupt, match="GD reading interrupted at step 3"):
         cg.run_cell(task, cell)
-    monkeypatch.setattr(cg, "run_cell", lambda task, cell: {"steps": 50, "passed": True})
-    monkeypatch.setattr(cg, "run_flow", lambda *a, **k: SimpleNamespace(
+    monkeypatch.setattr(cells, "run_cell", lambda task, cell: {"steps": 50, "passed": True})
+    monkeypatch.setattr(cells, "run_flow", lambda *a, **k: SimpleNamespace(
         trajectory=_cut_trajectory("interrupted at t = 12"), bayes_error=0.1))
     with pytest.raises(KeyboardInterrupt, match="flow interrupted at t = 12"):
         cg.run_point(task, cell)
@@ -182,10 +183,11 @@ def test_the_grid_cells_raise_on_an_interrupted_descent_or_flow(monkeypatch):
 @pytest.mark.parametrize("kind", ["gd", "flow", "sampled"])
 def test_the_scaling_cells_raise_on_an_interrupted_run(monkeypatch, kind):
     from patchassoc.simulations.studies import claim7_scaling as sc
-    monkeypatch.setattr(sc, "population_descent", lambda *a, **k: _cut_trajectory())
-    monkeypatch.setattr(sc, "run_flow", lambda *a, **k: SimpleNamespace(
+    from patchassoc.simulations.studies.claim7_scaling import scaling_cells as cells
+    monkeypatch.setattr(cells, "population_descent", lambda *a, **k: _cut_trajectory())
+    monkeypatch.setattr(cells, "run_flow", lambda *a, **k: SimpleNamespace(
         trajectory=_cut_trajectory()))
-    monkeypatch.setattr(sc, "train", lambda *a, **k: SimpleNamespace(
+    monkeypatch.setattr(cells, "train", lambda *a, **k: SimpleNamespace(
         trajectory=_cut_trajectory(), structure=None))
     cell = (sc.sampled_cells([55], [250], [0])[0] if kind == "sampled"
             else sc.ScalingCell(kind, 55))
@@ -546,7 +548,8 @@ def test_scaling_writes_into_its_out_folder(tmp_path, monkeypatch):
         seen.update(folder=Path(folder), task=task.folder)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sc, "run_study_cells", stop)
+    from patchassoc.simulations.studies.claim7_scaling import studies
+    monkeypatch.setattr(studies, "run_study_cells", stop)
     with pytest.raises(KeyboardInterrupt):
         sc.compute(tmp_path, mode="quick")
     assert seen == {"folder": tmp_path / "cells", "task": str(tmp_path)}

@@ -13,9 +13,8 @@ from patchassoc.simulations.engines.population.flow import run_flow
 from patchassoc.cli.main import main
 from patchassoc.theory.config import preset
 from patchassoc.simulations.studies import claim1_grid as cg
-from patchassoc.simulations.studies import verdicts
 from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
-from patchassoc.simulations.runtime.results import save_folder, write_arrays, write_json
+from patchassoc.simulations.runtime.results import save_folder
 from patchassoc.simulations.runtime.verified import write_summary
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.bayes import bayes_error
@@ -207,7 +206,8 @@ def test_claim1_is_the_horizon_verdict_with_the_budget_beside_it():
 
 def test_a_control_that_passes_is_cause_iii(monkeypatch):
     ctl = [{"name": "identity", "ok": False, "associated": True, "expected": "fail"}]
-    monkeypatch.setattr(cg, "matrix_controls", lambda structure, eps: ctl)
+    from patchassoc.simulations.studies.claim1_grid import grid_verdict as claim
+    monkeypatch.setattr(claim, "matrix_controls", lambda structure, eps: ctl)
     rec = cg.claim1(cg.grid_summary(_regime(n_pass=9)), _S())
     assert rec["status"] == "fail" and rec["cause"]["code"] == "iii"
     assert "ASSOCIATED: identity" in rec["cause"]["why"]

@@ -9,6 +9,7 @@ import pytest
 
 from patchassoc.simulations.runtime.verified import write_step_record
 from patchassoc.simulations.studies import claim7_scaling as sc
+from patchassoc.simulations.studies.claim7_scaling import studies as sc_studies
 from patchassoc.cli.main import main
 from patchassoc.simulations.studies import claim7_scaling as cmd
 from patchassoc.simulations.studies.verdicts import CAUSES
@@ -234,7 +235,7 @@ def test_study_a_reads_the_certified_flow_and_extends_beside_the_range():
     times = {"def22": 5.0, "share": 50.0, "error": 20.0, "all": 50.0}
     flow = {r["d"]: _flow_cell(r["d"], r["bayes"], 1.0001 * r["bayes"], times) for r in cf}
     flow[ds[1]]["trend"]["error_change"] = -0.01 * cf[1]["bayes"]    # 10 x tol(d): moving
-    a = sc._study_a(cf, {}, {}, ds[:4], flow)
+    a = sc_studies._study_a(cf, {}, {}, ds[:4], flow)
     row = a["rows"][0]["flow"]
     assert row["reached"] and row["error_high"] == flow[ds[0]]["error_high"]
     assert row["limit"] == "association" and row["settled"]
@@ -245,10 +246,10 @@ def test_study_a_reads_the_certified_flow_and_extends_beside_the_range():
     assert a["tests"]["flow"]["exponents"] == sc.omega_test(
         ds[:4], [flow[d]["error_high"] for d in ds[:4]])["exponents"]
     assert a["extended_ds"] == ds and a["tests_extended"]["flow"]["points"] == 5
-    assert sc._study_a(cf, {}, {}, ds[:4], {d: flow[d] for d in ds[:4]})["tests_extended"] is None
+    assert sc_studies._study_a(cf, {}, {}, ds[:4], {d: flow[d] for d in ds[:4]})["tests_extended"] is None
     not_settled = _flow_cell(ds[0], cf[0]["bayes"], cf[0]["bayes"], times, status="solver "
                              "failed at t = 10")
-    assert not sc._flow_err(not_settled)["settled"]
+    assert not sc_studies._flow_err(not_settled)["settled"]
 
 
 def test_time_fits_recover_a_power_and_leave_censored_times_out():
@@ -284,7 +285,7 @@ def test_study_b_times_rows_carry_censoring_budget_and_the_series():
     recs = [_flow_cell(r["d"], r["bayes"], r["bayes"],
                        {"def22": 5.0, "share": None, "error": 10.0 * r["d"], "all": None})
             for r in cf]
-    b = sc._study_b([], [], recs, budget=sc.steps_for)
+    b = sc_studies._study_b([], [], recs, budget=sc.steps_for)
     fb = b["flow"]
     assert [r["d"] for r in fb["rows"]] == ds
     assert fb["rows"][0]["budget"] == sc.steps_for(ds[0])
@@ -409,7 +410,7 @@ def test_flow_cell_is_certified_and_carries_its_reading():
 def _declared_summary(flows: dict) -> dict:
     ds = sc.grid_d(sc.GD_KS)
     cf = sc.closed_forms(sc.Family(), ds)
-    a = sc._study_a(cf, {}, {}, ds, flows)
+    a = sc_studies._study_a(cf, {}, {}, ds, flows)
     return {"a": a, "preview_reasons": [], "min_rise": sc.MIN_RISE, "t_max": sc.FLOW_T_MAX,
             "steps_per_log": sc.STEPS_PER_LOG}
 

@@ -5,13 +5,11 @@ import json
 import math
 
 import numpy as np
-import pytest
 
 from patchassoc.cli.main import main
 from patchassoc.simulations.studies import (claim1_grid, claim2_seeds, claim3_solutions,
                                             claim4_lemmas, claim6_vit, registry, verdicts)
 from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_transfer
-from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.runtime.verified import write_step_record, write_summary
 from patchassoc.theory.invariant import invariant_fraction, invariant_logits
 from patchassoc.theory.solutions import pattern

@@ -16,7 +16,7 @@ from patchassoc.simulations.runtime.errors import UsageError  # noqa: E402
 from patchassoc.simulations.engines.vit.data import (DIGITS_SPLIT, _stratified_split, load_cifar10,  # noqa: E402
                                   load_cifar100, load_dataset, load_digits, load_svhn,
                                   patch_grid, patch_permutation)
-from patchassoc.simulations.engines.vit.stats import (attention_distance, mean_ci, paired_gap_ci,  # noqa: E402
+from patchassoc.simulations.engines.vit.locality_stats import (attention_distance, mean_ci, paired_gap_ci,  # noqa: E402
                                    uniform_distance)
 
 from .tolerances import CI_REL  # noqa: E402

@@ -13,7 +13,7 @@ from patchassoc.simulations.engines.vit.data import (block_permutation, check_bl
                                              shuffle_blocks, token_permutation,
                                              unshuffle_blocks)
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult
-from patchassoc.simulations.engines.vit.stats import (cosine_gram, locality_z, topk_distance,
+from patchassoc.simulations.engines.vit.locality_stats import (cosine_gram, locality_z, topk_distance,
                                               undo_permutation)
 
 from .tolerances import CI_REL

@@ -70,6 +70,7 @@ from scipy.integrate import BDF, LSODA, Radau
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.invariant import attention_values, entry_counts
+from patchassoc.simulations.analysis import stats
 from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.population.exact import (
@@ -443,13 +444,6 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                           diagonal=diagonal, D=D, segments=segments, restarts=restarts)
 
 
-def _slope(x: np.ndarray, y: np.ndarray) -> float:
-    """The least-squares slope of y against x (0 when x does not vary)."""
-    x = x - x.mean()
-    den = fixed_order.dot(x, x)
-    return fixed_order.dot(x, y - y.mean()) / den if den > 0 else 0.0
-
-
 def limit_class(tr: FlowTrajectory) -> dict:
     """The limit of a flow, from the records of its last decade before the horizon (module
     notes: the rule, and what each class means).
@@ -499,7 +493,7 @@ def classify_decade(r: dict, status: str, *, reached: bool) -> dict:
     b, c = ys[2], ys[3]
     u = b - c
     lnt = np.array([math.log1p(float(x)) for x in t[last]])
-    slope = _slope(lnt, u)
+    slope = stats.slope(lnt, u)
     move = float(np.max(np.abs(ys[:, -1] - ys[:, 0]) / (1.0 + np.abs(ys[:, -1]))))
     out.update(decided_at=end, slope_bc=slope, gap_bc=float(u[-1]), alpha=float(ys[0, -1]),
                alpha_change=float(ys[0, -1] - ys[0, 0]), max_move=move,

@@ -9,7 +9,7 @@ Public API: :class:`~.models.ViTConfig`, :class:`~.models.ViT`, :func:`~.models.
 :data:`~.training.RECIPES`, :func:`~.training.train_one`, :func:`~.training.compare`, :func:`~.training.study` (training: the comparison with
 its controls and the shuffled-patch experiment); :class:`~.data.ImageData`, :func:`~.data.load_dataset`,
 :func:`~.data.block_permutation`, :func:`~.data.shuffle_blocks` (data); :class:`~.comparison.ViTResult`,
-:class:`~.comparison.ShuffleResult` (results); :func:`~.stats.mean_ci`, :func:`~.stats.paired_gap_ci`, :func:`~.stats.locality_z`
+:class:`~.comparison.ShuffleResult` (results); :func:`~.locality_stats.mean_ci`, :func:`~.locality_stats.paired_gap_ci`, :func:`~.locality_stats.locality_z`
 (statistics).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from patchassoc.simulations.engines.vit.data import (DATASETS, ImageData, block_
                                                      shuffle_blocks, token_permutation,
                                                      unshuffle_blocks)
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult, ViTResult
-from patchassoc.simulations.engines.vit.stats import locality_z, mean_ci, paired_gap_ci
+from patchassoc.simulations.engines.vit.locality_stats import locality_z, mean_ci, paired_gap_ci
 
 _LAZY = {
     "ATTENTIONS": "models", "ViTConfig": "models", "ViT": "models", "build_model": "models",

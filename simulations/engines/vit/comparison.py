@@ -13,7 +13,7 @@ sizes x seeds; NaN where a model did not run: the ViTs skip the blocks that cut 
 patches), the token permutation of each ViT block size, and the ViTs' attention maps and
 positional encodings (ViT models x ViT block sizes x seeds x ...); its summary has the accuracy
 table with 95 % t-intervals, each model's paired accuracy change from the unshuffled images to
-its finest shuffle, and the locality z-scores of :func:`~.stats.locality_z` of the positional
+its finest shuffle, and the locality z-scores of :func:`~.locality_stats.locality_z` of the positional
 attention and of the positional encodings' cosine Gram matrix, once the shuffle is undone.
 
 References
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from patchassoc.simulations.runtime.results import load_folder, save_folder
-from patchassoc.simulations.engines.vit.stats import (attention_distance, cosine_gram, locality_z,
+from patchassoc.simulations.engines.vit.locality_stats import (attention_distance, cosine_gram, locality_z,
                                                       mean_ci, paired_gap_ci, uniform_distance)
 
 __all__ = ["ViTResult", "ShuffleResult", "REFERENCE", "TREATMENT", "CONTROLS"]

@@ -39,6 +39,7 @@ SPEC section 6, claim 5; :mod:`patchassoc.simulations.studies.claim5_transfer`.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import fields
@@ -46,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.theory.config import Config
 
 from patchassoc.simulations.runtime.progress import notice
@@ -320,8 +322,7 @@ def _diagnostics(index: dict, n_up: int, n_down: int, Ns) -> dict:
 
 
 # -- claim 5 -------------------------------------------------------------------------------------
-def _num(x) -> str:
-    return "n/a" if x is None else (f"{x:.3g}" if math.isfinite(x) else "inf")
+_num = functools.partial(num, spec=".3g", nonfinite="inf")  # the shared formatting
 
 
 def claim5(summary: dict) -> dict:
@@ -472,4 +473,4 @@ def readings(s: dict) -> dict[str, str]:
 STUDY = Study(
     name="transfer", claim="5", verdict=verdict, readings=readings,
     what="downstream sample complexity against baselines", run=reproduce, cost=300,
-    kernels=("sampled",), figures=("transfer",))
+    kernels=("sampled",), figures=("transfer",), statement=CLAIM)

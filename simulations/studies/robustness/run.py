@@ -21,12 +21,12 @@ from pathlib import Path
 from patchassoc.theory.config import Config, preset
 from patchassoc.simulations.engines.population.flow import T_MAX
 from patchassoc.simulations.runtime.verified import read_verified, write_summary
-from patchassoc.simulations.studies import claim2_seeds
 from patchassoc.simulations.studies.robustness.runs import (RobustnessTask, cells_of,
                                                              run_study)
 from patchassoc.simulations.studies.robustness.tables import headline, table, variant_reading
 from patchassoc.simulations.studies.robustness.variants import (MODES, REFERENCE, VARIANTS,
                                                                  subgrid)
+from patchassoc.simulations.studies.common import seed_rule
 from patchassoc.simulations.studies.study import Outcome, Study
 
 __all__ = ["compute", "reproduce", "read_table", "readings", "STUDY", "SUMMARY"]
@@ -65,7 +65,7 @@ def compute(out: Path, *, mode: str = "full", base: str = "ref", seed: int = 0,
         raise ValueError(f"the horizon must be a finite number of steps > 1, got {t_max!r}")
     sample = (sample_config or preset(base)).replace(diagonal="fixed", param="logits")
     task = RobustnessTask(base=base, seed=int(seed), t_max=t_max,
-                          horizon=claim2_seeds.HORIZON, sample_json=sample.to_json(),
+                          horizon=seed_rule.HORIZON, sample_json=sample.to_json(),
                           folder=str(out))
     plans = {v.tag: cells_of(v, task, mode) for v in VARIANTS}
     every = [c for p in plans.values() for cells in p.values() for c in cells]

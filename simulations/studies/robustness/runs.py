@@ -4,10 +4,10 @@ claim 7's family, one sampled seed of claim 2, each under one variant
 
 Each cell runs an existing engine on the variant's configuration and start and reads it by its
 claim's own rule: claim 1's horizon record
-(:func:`patchassoc.simulations.studies.claim1_grid.horizon_record`), claim 7's certification of
+(:func:`patchassoc.simulations.studies.common.horizon_rule.horizon_record`), claim 7's certification of
 the flow's last point at tol(d) = 1e-3 x Bayes(d) and its last decade's trend
-(:func:`patchassoc.simulations.studies.claim7_scaling.flow_trend`), claim 2's seed run
-(:func:`patchassoc.simulations.studies.claim2_seeds.run_seed`). A cell belongs to the variant
+(:func:`patchassoc.simulations.studies.common.scaling_family.flow_trend`), claim 2's seed run
+(:func:`patchassoc.simulations.studies.common.seed_rule.run_seed`). A cell belongs to the variant
 that changes its run: where a sign variant leaves a flow's start as it is (the seed's alpha0
 already has that sign), or picks a seed the reference also trains, the cell is the
 reference's, computed once (:func:`cells_of`). Cells are stored as they finish
@@ -38,7 +38,7 @@ from patchassoc.simulations.engines.population.flow import (FLOW_VERSION, T_MAX,
                                                           population_flow)
 from patchassoc.simulations.engines.population.trajectory import initial_point
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
-from patchassoc.simulations.studies import claim1_grid, claim2_seeds, claim7_scaling
+from patchassoc.simulations.studies.common import horizon_rule, scaling_family, seed_rule
 from patchassoc.simulations.studies.robustness.variants import (
     FAMILY_KS, MODES, N_SEEDS, REFERENCE, REFERENCE_POINT, Variant, by_tag, signed_seeds,
     subgrid)
@@ -80,7 +80,7 @@ class RobustnessTask:
     base: str = "ref"
     seed: int = 0
     t_max: float = T_MAX
-    horizon: int = claim2_seeds.HORIZON
+    horizon: int = seed_rule.HORIZON
     sample_json: str = ""
     folder: str = ""
 
@@ -94,7 +94,7 @@ class RobustnessTask:
         data = asdict(self)
         data.pop("folder")
         return fingerprint({"protocol": PROTOCOL, "flow": FLOW_VERSION,
-                            "seeds": claim2_seeds.PROTOCOL, **data})
+                            "seeds": seed_rule.PROTOCOL, **data})
 
 
 def _flow(cfg: Config, variant: Variant, seed: int, t_max: float):
@@ -105,7 +105,7 @@ def _flow(cfg: Config, variant: Variant, seed: int, t_max: float):
     alpha0 = variant.start(alpha_seed)
     tr = population_flow(cfg.L, cfg.C, cfg.q, cfg.p, cfg.nu, alpha0, coords0, eta_v=cfg.eta_v,
                          eta_Q=cfg.eta_Q, t_max=t_max, diagonal=cfg.diagonal,
-                         max_configurations=claim7_scaling.MAX_CONFIGURATIONS)
+                         max_configurations=scaling_family.MAX_CONFIGURATIONS)
     return tr, alpha_seed, alpha0, time.perf_counter() - t0, time.process_time() - c0
 
 
@@ -124,15 +124,15 @@ def flow_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX) ->
     attention's largest move."""
     tr, alpha_seed, alpha0, sec, cpu = _flow(cfg, variant, seed, t_max)
     bayes = bayes_error(cfg.L, cfg.C, cfg.q)
-    rec = claim1_grid.horizon_record(cfg, tr, bayes, t_max, seconds=sec, cpu_seconds=cpu)
-    rec.update(in_regime=True, variant_in_regime=claim1_grid.in_regime(cfg.L, cfg.q),
+    rec = horizon_rule.horizon_record(cfg, tr, bayes, t_max, seconds=sec, cpu_seconds=cpu)
+    rec.update(in_regime=True, variant_in_regime=horizon_rule.in_regime(cfg.L, cfg.q),
                alpha0=alpha0, alpha0_seed=alpha_seed, attention_move=_moves(tr),
                seconds=sec, cpu_seconds=cpu)
     return rec
 
 
 def family_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX,
-                tol_factor: float = claim7_scaling.TOL_FACTOR) -> dict:
+                tol_factor: float = scaling_family.TOL_FACTOR) -> dict:
     """Claim 7 at one d: the flow of ``cfg`` to the horizon, its reading, its last decade's trend
     and its last point certified at tol(d) = ``tol_factor`` x Bayes(d) (``certified``: error,
     bound, error + bound; or ``reached`` False with the reason, e.g. beyond the engine's cap),
@@ -151,12 +151,12 @@ def family_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX,
            "attention_move": _moves(tr), "reached": False, "settled": False}
     if not tr.t.size:
         return dict(rec, reason="the flow recorded nothing", seconds=sec, cpu_seconds=cpu)
-    rec["trend"] = claim7_scaling.flow_trend(tr.t, tr.error, tr.share, tr.b - tr.c, tr.b, tr.c)
+    rec["trend"] = scaling_family.flow_trend(tr.t, tr.error, tr.share, tr.b - tr.c, tr.b, tr.c)
     tol = tol_factor * bayes if bayes > 0 else 1e-12
     point = [float(x[-1]) for x in (tr.alpha, tr.a, tr.b, tr.c)]
     try:
         ev = evaluate(L, C, q, cfg.p, cfg.nu, *point, tol=tol, prune=True,
-                      max_configurations=claim7_scaling.MAX_CONFIGURATIONS)
+                      max_configurations=scaling_family.MAX_CONFIGURATIONS)
     except ValueError as exc:           # beyond the engine's cap: out of reach, never guessed
         return dict(rec, reason=str(exc), seconds=sec, cpu_seconds=cpu)
     bound = float(ev.bounds["error"])
@@ -169,12 +169,12 @@ def family_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX,
 
 
 def seed_cell(cfg: Config, seed: int, folder: str | Path, horizon: int) -> dict:
-    """Claim 2 at one seed: :func:`~patchassoc.simulations.studies.claim2_seeds.run_seed` on
+    """Claim 2 at one seed: :func:`~patchassoc.simulations.studies.common.seed_rule.run_seed` on
     ``cfg`` (the variant applied; its diagonal kept) to ``horizon``, with the seed's alpha0."""
-    cfg = cfg.replace(records=claim2_seeds.RECORDS)
+    cfg = cfg.replace(records=seed_rule.RECORDS)
     # SeedTask.make fixes the diagonal; the diagonal variant trains it, so the task is built here
-    task = claim2_seeds.SeedTask(cfg.to_json(), str(folder), int(horizon), claim2_seeds.RECORDS)
-    rec = claim2_seeds.run_seed(task, claim2_seeds.SeedCell(int(seed)))
+    task = seed_rule.SeedTask(cfg.to_json(), str(folder), int(horizon), seed_rule.RECORDS)
+    rec = seed_rule.run_seed(task, seed_rule.SeedCell(int(seed)))
     rec["alpha0"] = initial_point(cfg, int(seed))[0]
     return rec
 
@@ -187,7 +187,7 @@ def compute_cell(task: RobustnessTask, cell: RobustnessCell) -> dict:
         base = preset(task.base, L=cell.L, C=cell.C, d=cell.d, diagonal="fixed")
         rec = flow_cell(variant.config(base), variant, task.seed, task.t_max)
     elif cell.kind == "family":
-        fam = claim7_scaling.Family()
+        fam = scaling_family.Family()
         base = fam.config(cell.d, fam.sizes(cell.d))
         rec = family_cell(variant.config(base), variant, task.seed, task.t_max)
     elif cell.kind == "seed":
@@ -227,8 +227,8 @@ def cells_of(variant: Variant, task: RobustnessTask, mode: str = "full") -> dict
                       for L, C, d in points], "family": [], "seeds": []}
     if mode != "full":
         return out
-    fam = claim7_scaling.Family()
-    for d in claim7_scaling.grid_d(FAMILY_KS):
+    fam = scaling_family.Family()
+    for d in scaling_family.grid_d(FAMILY_KS):
         out["family"].append(RobustnessCell("family", owner(fam.config(d, fam.sizes(d))),
                                             d=d))
     cfg = task.sample_config

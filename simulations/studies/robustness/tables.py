@@ -13,16 +13,18 @@ SPEC section 6 (robustness: the table and its reading).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
 import numpy as np
 
+from patchassoc.simulations.analysis.formatting import num
 from patchassoc.simulations.engines.population.flow import T_MAX, reached_horizon
-from patchassoc.simulations.studies import claim1_grid, claim2_seeds, claim7_scaling
 from patchassoc.simulations.studies.robustness.variants import (
     CLAIM3_NOTE, FAMILY_KS, REFERENCE, REFERENCE_POINT, STALL_ALPHA, SUBGRID_MAX_D, Variant,
     same_limit)
+from patchassoc.simulations.studies.common import horizon_rule, scaling_family, seed_rule
 from patchassoc.simulations.studies.verdicts import CAUSES
 
 __all__ = ["claim1_reading", "claim7_reading", "claim2_reading", "variant_reading", "table",
@@ -61,9 +63,9 @@ def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
     recs = list(recs)
     if not recs:
         return {"status": "not run"}
-    gs = claim1_grid.grid_summary(recs, reference=REFERENCE_POINT, quick=preview,
+    gs = horizon_rule.grid_summary(recs, reference=REFERENCE_POINT, quick=preview,
                                   max_D=SUBGRID_MAX_D)
-    cause = None if gs["passed"] else claim1_grid.grid_cause(gs)
+    cause = None if gs["passed"] else horizon_rule.grid_cause(gs)
     ref_by = {(r["L"], r["C"], r["d"]): r for r in ref_recs}
     same, ratios = [], []
     for r in recs:
@@ -133,7 +135,7 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
         return {"status": "not run"}
     ds = [r["d"] for r in recs]
     ehigh = [r.get("error_high") if r.get("reached") else None for r in recs]
-    omega = claim7_scaling.omega_test
+    omega = scaling_family.omega_test
     tests = {"flow": omega(ds, ehigh), "identity": omega(ds, [r["sign_of_sum"] for r in recs]),
              "bayes": omega(ds, [r["bayes"] for r in recs])}
     tests["uniform"] = tests["identity"]      # sign f = sign T for both: the same errors
@@ -159,8 +161,8 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
             if stuck:
                 why += "; besides, settled at a limit other than association: " + ", ".join(
                     f"d = {r['d']} ({r['limit']}, alpha "
-                    f"{_fmt((r.get('horizon') or {}).get('alpha'), '.3g')}, error "
-                    f"{_fmt(r['error_high'] / r['bayes'], '.3g')} x Bayes)" for r in stuck)
+                    f"{num((r.get('horizon') or {}).get('alpha'), '.3g')}, error "
+                    f"{num(r['error_high'] / r['bayes'], '.3g')} x Bayes)" for r in stuck)
             cause = _cause("i", why)
         else:
             ex = tests["flow"]
@@ -168,7 +170,7 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
                                  f"{', '.join(str(r['limit']) for r in recs)}); the certified "
                                  f"errors' exponents {_exps(ex)} "
                                  + ("are not increasing at every pair" if not ex["increasing"]
-                                    else f"rise by {_fmt(ex['rise'])} < {ex['min_rise']}"))
+                                    else f"rise by {num(ex['rise'], '.2f')} < {ex['min_rise']}"))
     status = ("pass" if rule else "fail") if not reasons else "no verdict"
     return {"status": status, "passed": status == "pass", "rule_holds": rule,
             "reasons": reasons, "ds": ds, "tests": tests,
@@ -183,12 +185,8 @@ def claim7_reading(recs: Sequence[dict]) -> dict:
             "flow_cpu_seconds": float(sum(r.get("cpu_seconds", 0.0) for r in recs))}
 
 
-def _fmt(x, spec=".2f") -> str:
-    return "n/a" if x is None else format(float(x), spec)
-
-
 def _exps(test: dict) -> str:
-    return "[" + ", ".join(_fmt(x) for x in test.get("exponents") or []) + "]"
+    return "[" + ", ".join(num(x, '.2f') for x in test.get("exponents") or []) + "]"
 
 
 def _unsettled_text(r: dict) -> str:
@@ -197,9 +195,9 @@ def _unsettled_text(r: dict) -> str:
                 f"({r.get('reason') or r.get('status')})")
     tr = r.get("trend") or {}
     return (f"d = {r['d']}: flow {r['status']}, class {r['limit']}, error "
-            f"{_fmt(tr.get('error_from', 0) / r['bayes'], '.4g')} -> "
-            f"{_fmt(tr.get('error_to', 0) / r['bayes'], '.4g')} x Bayes over the last decade "
-            f"(tol(d) = {_fmt(r.get('tol', 0) / r['bayes'], '.0e')} x Bayes)")
+            f"{num(tr.get('error_from', 0) / r['bayes'], '.4g')} -> "
+            f"{num(tr.get('error_to', 0) / r['bayes'], '.4g')} x Bayes over the last decade "
+            f"(tol(d) = {num(r.get('tol', 0) / r['bayes'], '.0e')} x Bayes)")
 
 
 def claim2_reading(recs: Sequence[dict]) -> dict:
@@ -210,8 +208,8 @@ def claim2_reading(recs: Sequence[dict]) -> dict:
     recs = sorted(recs, key=lambda r: r["seed"])
     if not recs:
         return {"status": "not run"}
-    s = claim2_seeds.seeds_summary(recs, quick=True)
-    cause = claim2_seeds.cause_of(s, [])
+    s = seed_rule.seeds_summary(recs, quick=True)
+    cause = seed_rule.cause_of(s, [])
     return {"status": "reading", "n_seeds": s["n_seeds"], "n_passed": s["n_passed"],
             "seeds": [r["seed"] for r in recs], "wilson": s["wilson"],
             "times": s["times"], "failed_seeds": s["failed_seeds"],
@@ -239,8 +237,7 @@ def variant_reading(variant: Variant, points: Sequence[dict], family: Sequence[d
             "claim2": claim2_reading(seeds), "claim7": c7}
 
 
-def _tsec(x) -> str:
-    return "n/a" if x is None else f"{x:.2g}"
+_tsec = functools.partial(num, spec=".2g")  # the shared formatting
 
 
 def _cell1(c: dict) -> tuple[str, str]:
@@ -268,7 +265,7 @@ def _cell2(c: dict) -> tuple[str, str]:
 def _cell7(c: dict) -> tuple[str, str]:
     if c.get("status") == "not run":
         return "not run", ""
-    key = f"rise {_fmt(c.get('rise'))}, exponents {_exps(c['tests']['flow'])}"
+    key = f"rise {num(c.get('rise'), '.2f')}, exponents {_exps(c['tests']['flow'])}"
     if c["status"] == "fail" and c.get("cause"):
         return f"FAIL ({c['cause']['code']})", key
     return {"pass": "PASS", "fail": "FAIL", "no verdict": "no verdict",

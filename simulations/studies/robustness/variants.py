@@ -24,7 +24,7 @@ from typing import Sequence
 from patchassoc.theory.config import Config
 from patchassoc.simulations.engines.population.flow import ATOL
 from patchassoc.simulations.engines.population.trajectory import initial_point
-from patchassoc.simulations.studies import claim1_grid, claim7_scaling
+from patchassoc.simulations.studies.common import horizon_rule, scaling_family
 
 __all__ = ["Variant", "VARIANTS", "REFERENCE", "CONTROL", "by_tag", "SUBGRID_DS",
            "SUBGRID_MAX_D", "REFERENCE_POINT", "FAMILY_KS", "N_SEEDS", "LIMIT_RTOL", "STALL_ALPHA",
@@ -34,9 +34,9 @@ __all__ = ["Variant", "VARIANTS", "REFERENCE", "CONTROL", "by_tag", "SUBGRID_DS"
 #: Claim 1's sub-grid: the reference's regime points with D <= SUBGRID_MAX_D at these d.
 SUBGRID_DS = (256, 1024)
 SUBGRID_MAX_D = 24
-REFERENCE_POINT = claim1_grid.REFERENCE
+REFERENCE_POINT = horizon_rule.REFERENCE
 #: Claim 7's declared range (SPEC 6, item 7): d_k = round(e^k).
-FAMILY_KS = claim7_scaling.GD_KS
+FAMILY_KS = scaling_family.GD_KS
 #: Claim 2: seeds per variant (a reading: the Wilson rule needs more).
 N_SEEDS = 5
 #: The limit of a variant is the reference's when alpha at the horizon agrees within this
@@ -122,9 +122,9 @@ def by_tag(tag: str) -> Variant:
 def subgrid(ds: Sequence[int] = SUBGRID_DS, max_D: int = SUBGRID_MAX_D) -> list[tuple]:
     """Claim 1's points: (L, C, d) with L >= 3, C >= 2, L C <= max_D and ln d / (L C) <= 0.5
     (the reference's regime), in the grid's order."""
-    return [(c.L, c.C, c.d) for c in claim1_grid.grid_cells(ds, max(max_D, 4))
+    return [(c.L, c.C, c.d) for c in horizon_rule.grid_cells(ds, max(max_D, 4))
             if c.L * c.C <= max_D
-            and claim1_grid.in_regime(c.L, min(1.0, math.log(c.d) / (c.L * c.C)))]
+            and horizon_rule.in_regime(c.L, min(1.0, math.log(c.d) / (c.L * c.C)))]
 
 
 def signed_seeds(config: Config, sign: int, n: int = N_SEEDS, first: int = 0) -> list[int]:

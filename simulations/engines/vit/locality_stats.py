@@ -30,6 +30,8 @@ import math
 
 import numpy as np
 
+from patchassoc.simulations.analysis.stats import mean_interval
+
 __all__ = ["mean_ci", "paired_gap_ci", "attention_distance", "uniform_distance",
            "cosine_gram", "undo_permutation", "topk_distance", "locality_z", "LOCALITY_TOP_K",
            "LOCALITY_NULL_DRAWS"]
@@ -48,21 +50,7 @@ def mean_ci(values, level: float = 0.95) -> dict:
     dict
         ``mean``, ``ci_low``, ``ci_high``, ``half_width``, ``sd`` and ``n``.
     """
-    x = np.asarray(values, dtype=np.float64).reshape(-1)
-    if x.size == 0 or not np.all(np.isfinite(x)):
-        raise ValueError("mean_ci needs at least one finite value")
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
-    from scipy import stats  # here, not at import: spawned training workers never need it
-
-    mean = float(x.mean())
-    if x.size < 2:
-        half, sd = math.nan, math.nan
-    else:
-        sd = float(x.std(ddof=1))
-        half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * sd / math.sqrt(x.size))
-    return dict(mean=mean, ci_low=mean - half, ci_high=mean + half, half_width=half, sd=sd,
-                n=int(x.size))
+    return mean_interval(values, level)
 
 
 def paired_gap_ci(a, b, level: float = 0.95) -> dict:
