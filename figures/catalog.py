@@ -48,12 +48,21 @@ def _population(out, folder: Path) -> list:
     return population_dynamics.save(out.products["result"], folder)
 
 
+def _drawable(result) -> bool:
+    """A flow drawn against log t needs two records: one (a flow that stopped before its
+    second, e.g. stalled at its first step) gives empty panels, and drawing them took longer
+    than the flow."""
+    return len(result.trajectory.t) >= 2
+
+
 def _flow(out, folder: Path) -> list:
-    return flow_dynamics.save(out.products["result"], folder)
+    result = out.products["result"]
+    return flow_dynamics.save(result, folder) if _drawable(result) else []
 
 
 def _train_flow(out, folder: Path) -> list:
-    return sampled_flow_dynamics.save(out.products["result"], folder)
+    result = out.products["result"]
+    return sampled_flow_dynamics.save(result, folder) if _drawable(result) else []
 
 
 def _convergence(out, folder: Path) -> list:

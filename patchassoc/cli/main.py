@@ -113,11 +113,14 @@ class Context:
         """The outcome's summary with the study's figures drawn into ``out`` (unless
         ``--no-figures``), its animation with ``--animate``, and one line on stderr when the
         run stopped early (``what stopped: status``): what it recorded was saved."""
-        from patchassoc.figures.catalog import animate, draw
+        from patchassoc.figures.catalog import DRAWERS, animate, draw
         summary = outcome.summary
+        notes = ""
         if not getattr(self.args, "no_figures", False):
             summary["figures"] = draw(study, outcome, self.out)
-        unanimated = ""
+            if study in DRAWERS and not summary["figures"] and summary.get("exit_status"):
+                # a run that stopped early may hold too little to draw: said in its line
+                notes = "; no figure (too little was recorded to draw)"
         if getattr(self.args, "animate", False):
             self.log(f"[{study}] animating the dynamics ...")
             try:
@@ -128,10 +131,10 @@ class Context:
                     raise
                 # a run that stopped early may hold too little to animate: said in its line
                 summary["animations"] = []
-                unanimated = f"; no animation (--animate: {exc})"
+                notes += f"; no animation (--animate: {exc})"
         if summary.get("exit_status"):
             print(f"patchassoc: {what} stopped: {summary['status']}; what was recorded was "
-                  f"saved to {self.out}{unanimated}", file=sys.stderr)
+                  f"saved to {self.out}{notes}", file=sys.stderr)
         return summary
 
 
