@@ -222,16 +222,23 @@ def _os_error(exc: OSError) -> str:
     return f"{where}: {what}"
 
 
-def check_writable(out: Path) -> list[Path]:
+def _probe(out: Path) -> Path:
+    """The probe file :func:`check_writable` writes into ``out`` (this process's own)."""
+    return out / f".patchassoc-write-test-{os.getpid()}"
+
+
+def check_writable(out: Path, created: list[Path] | None = None) -> list[Path]:
     """Create ``out`` and write (then remove) a probe file in it, so that a read-only or full
     disk, a path through a file, a name too long or a permission denied is reported before a
     long computation, not after it (an :class:`OSError` naming the path). Returns the folders
-    it created, deepest first."""
+    it created, deepest first; they are also put in ``created`` before the first is made, so
+    that a caller interrupted in here (Ctrl-C right after the folder appears) knows them."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file, not a folder")
-    created = [p for p in (out, *out.parents) if not p.exists()]
+    created = [] if created is None else created
+    created.extend(p for p in (out, *out.parents) if not p.exists())
     out.mkdir(parents=True, exist_ok=True)
-    probe = out / f".patchassoc-write-test-{os.getpid()}"
+    probe = _probe(out)
     try:
         with open(probe, "wb") as fh:
             fh.write(b"\0" * 4096)
@@ -251,7 +258,10 @@ def _remove_if_empty(folders: Sequence[Path]) -> None:
     """Remove the folders the pre-flight check created when a command failed without writing
     into them (a refused command leaves nothing behind)."""
     for folder in folders:
+        if not folder.exists():          # an interrupted mkdir made only the outer ones
+            continue
         try:
+            _probe(folder).unlink(missing_ok=True)   # left by an interruption in its finally
             folder.rmdir()
         except OSError:
             return
@@ -377,7 +387,7 @@ def _main(argv: list[str], signals: _Signals) -> int:
             from patchassoc.cli.resources import check_memory
             check_memory(config, allocates, args.command)
         if _writes_out(mod, args):
-            created = check_writable(out)
+            check_writable(out, created)
         if getattr(args, "dask", None) is not None:
             from patchassoc.simulations.runtime.executor import connect_dask
             dask = args.dask = connect_dask(args.dask, getattr(args, "dask_timeout", None))
@@ -401,7 +411,7 @@ def _main(argv: list[str], signals: _Signals) -> int:
         if not interrupted_by(exc):
             raise
         _remove_if_empty(created)
-        if created and not created[0].exists():
+        if created and not any(folder.exists() for folder in created):
             line = (f"patchassoc: interrupted: nothing was written (--out {out} removed); "
                     f"{_resume_hint(argv)}")
         else:

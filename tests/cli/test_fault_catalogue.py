@@ -276,6 +276,36 @@ def test_a_signal_before_anything_is_written_leaves_no_empty_out(tmp_path, sig, 
     assert not (tmp_path / "a").exists()
 
 
+@pytest.mark.parametrize("where", ["writing the probe", "removing the probe"])
+def test_a_ctrl_c_while_out_is_made_leaves_nothing_and_says_so(capsys, monkeypatch, tmp_path,
+                                                               where):
+    """SIGINT just as --out appeared (0.3 s in, while its write test ran) left it empty and said
+    "what finished was kept in" it: the folders made were known only once the test returned."""
+    from pathlib import Path as P
+    if where == "writing the probe":
+        def fsync(fd):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(cli_main.os, "fsync", fsync)
+    else:
+        unlink, calls = P.unlink, []
+
+        def interrupted_unlink(self, *a, **k):   # Ctrl-C in check_writable's finally, once
+            if self.name.startswith(".patchassoc-write-test-") and not calls:
+                calls.append(self)
+                raise KeyboardInterrupt
+            return unlink(self, *a, **k)
+        monkeypatch.setattr(P, "unlink", interrupted_unlink)
+    from patchassoc.cli import main_train
+    monkeypatch.setattr(main_train, "run", lambda ctx: pytest.fail("ran"))
+    out = tmp_path / "a" / "b"
+    args = ["train", "--preset", "tiny", "--out", str(out), "--quiet"]
+    assert main(args) == 130
+    assert _lines(capsys.readouterr().err) == [
+        f"patchassoc: interrupted: nothing was written (--out {out} removed); to resume, run "
+        f"the same command again: patchassoc {' '.join(args)}"]
+    assert not (tmp_path / "a").exists()
+
+
 def test_a_ctrl_c_swallowed_by_a_callback_is_raised_again(monkeypatch):
     """Ctrl-C while Numba compiles lands in an llvmlite ctypes callback, which prints
     "Exception ignored" and carries on: the hook signals it to the main thread again."""
