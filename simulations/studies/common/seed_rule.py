@@ -386,7 +386,7 @@ def _budget_summary(records: Sequence[dict]) -> dict | None:
 def rate_rule(k: int, n: int) -> tuple[float | None, float | None, bool]:
     """Claim 2's rate rule over seeds (SPEC section 6), the one place it is written: the
     Wilson 95 % interval of ``k`` passing seeds out of ``n``, and whether its lower end reaches
-    :data:`RATE_LOWER` (no seeds: no interval, not passed). Read at H by the GD reading and at
+    ``RATE_LOWER`` (no seeds: no interval, not passed). Read at H by the GD reading and at
     T by the empirical-risk flow."""
     lo, hi = wilson_interval(k, n) if n else (None, None)
     return lo, hi, bool(n and lo >= RATE_LOWER)
