@@ -349,18 +349,67 @@ def _writes_out(mod, args) -> bool:
     return bool(writes(args) if callable(writes) else writes)
 
 
-def _unraisable(hook):
-    """A ``sys.unraisablehook`` that re-raises a Ctrl-C swallowed where Python cannot raise
-    (a ctypes callback of Numba's compiler, a finalizer): the interruption is signalled again
-    to the main thread, with no traceback; anything else goes to ``hook``."""
-    import _thread
+class _Redelivery:
+    """A Ctrl-C swallowed where Python cannot raise (a ctypes callback of Numba's compiler, a
+    finalizer) is signalled again to the main thread, from a helper thread, once the hook that
+    saw it has returned. Signalled from inside the hook, the handler ran at the hook's own next
+    check, and the interruption was swallowed a second time ("Exception ignored in
+    sys.unraisablehook"): the command then ran to its end as if no Ctrl-C had come. Signalled
+    again, it may land in another callback; the hook then sees it again, and signals it again.
+    After :meth:`close` nothing more is signalled."""
 
+    #: How long the helper waits before it signals (the hook has long returned by then).
+    DELAY = 0.01
+
+    def __init__(self) -> None:
+        import threading
+        self._lock = threading.Lock()
+        self._open = True
+        self._pending = False
+
+    def swallowed(self) -> None:
+        """A Ctrl-C (or SIGTERM) was swallowed: signal it again, once."""
+        import threading
+        with self._lock:
+            if self._pending or not self._open:
+                return
+            self._pending = True
+        threading.Thread(target=self._signal, name="patchassoc-interrupt", daemon=True).start()
+
+    def _signal(self) -> None:
+        import threading
+        import time
+        time.sleep(self.DELAY)
+        with self._lock:
+            if self._open:   # a real signal: it also ends a wait (a sleep, a future's result)
+                signal.pthread_kill(threading.main_thread().ident, _SIGNAL["number"])
+            self._pending = False
+
+    def close(self) -> None:
+        """Nothing is signalled after this (one already signalled is still to come)."""
+        with self._lock:
+            self._open = False
+
+
+def _unraisable(hook, redelivery: _Redelivery):
+    """A ``sys.unraisablehook`` that has a Ctrl-C swallowed where Python cannot raise signalled
+    again to the main thread (:class:`_Redelivery`), with no traceback; anything else goes to
+    ``hook``."""
     def unraisable(info):
         if isinstance(info.exc_value, KeyboardInterrupt):
-            _thread.interrupt_main(_SIGNAL["number"])
+            redelivery.swallowed()
             return
         hook(info)
     return unraisable
+
+
+def _forget_unhandled_interrupt() -> None:
+    """Clear CPython's "unhandled KeyboardInterrupt" mark. A KeyboardInterrupt that ends a
+    string ``exec`` (the code a dataclass or Numba generates and runs) is marked unhandled even
+    when a caller catches it (``run_eval_code_obj``), and ``python -m patchassoc`` then ended
+    by SIGINT (status -2) whatever status the command returned. Every string ``exec`` clears
+    the mark when it starts, so an empty one clears it."""
+    exec("", {})
 
 
 class _Signals:
@@ -380,7 +429,8 @@ class _Signals:
         if threading.current_thread() is threading.main_thread():
             self._term = signal.signal(signal.SIGTERM, _terminated)
         self._hook = sys.unraisablehook
-        sys.unraisablehook = _unraisable(self._hook)
+        self.redelivery = _Redelivery()
+        sys.unraisablehook = _unraisable(self._hook, self.redelivery)
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         return self
@@ -390,16 +440,28 @@ class _Signals:
         warnings.simplefilter("ignore")
 
     def __exit__(self, *exc) -> None:
+        self.redelivery.close()
         self._warnings.__exit__(*exc)
         sys.unraisablehook = self._hook
         if self._term is not None:
             signal.signal(signal.SIGTERM, self._term)
 
 
+def _settle() -> None:
+    """A point where a signal already pending is handled (any call is one)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchassoc`` console script; returns the exit status."""
     with _Signals() as signals:
-        return _main(list(sys.argv[1:] if argv is None else argv), signals)
+        status = _main(list(sys.argv[1:] if argv is None else argv), signals)
+        try:     # a swallowed Ctrl-C signalled again just as the command ended: it has ended
+            signals.redelivery.close()
+            _settle()
+        except KeyboardInterrupt:
+            signals.redelivery.close()
+    _forget_unhandled_interrupt()
+    return status
 
 
 def _main(argv: list[str], signals: _Signals) -> int:

@@ -45,7 +45,7 @@ from patchassoc.theory.structure import Structure, build_structure, within_set_m
 
 from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines import sampled_kernels as kernels
-from patchassoc.simulations.runtime.errors import interrupted_by
+from patchassoc.simulations.runtime.errors import interrupted_by, whole_records
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.engines.start import initial_parameters, record_steps
@@ -214,14 +214,16 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
                 break
             if step == steps:
                 break
-            v = v - eta_v * out["grad_v"]
+            v_next, theta_next = v - eta_v * out["grad_v"], theta
             if train_attention:
                 g = gram_grad(out["grad_Q"], theta) if gram else out["grad_Q"]
                 if fixed_diagonal:
                     g = g.copy()
                     np.fill_diagonal(g, 0.0)
-                theta = theta - eta_Q * g
-            step += 1
+                theta_next = theta - eta_Q * g
+            # one assignment (no call in it, so no interruption inside it): the state returned
+            # after an interruption is always the state at steps_done
+            v, theta, step = v_next, theta_next, step + 1
             bar.update(1)
     except BaseException as exc:  # Ctrl-C, also inside a kernel (a SystemError caused by it)
         if not interrupted_by(exc):
@@ -229,6 +231,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         status = f"interrupted at step {step}"
     finally:
         bar.close()
+    whole_records(rows)
 
     D = theta.shape[0]
     empty = {"row_sums": np.zeros((0, D)), "A": np.zeros((0, D, D))}

@@ -80,7 +80,7 @@ from patchassoc.simulations.engines.population.flow import (
 from patchassoc.simulations.engines.sampled_descent import draw_run
 from patchassoc.simulations.engines.sampled_hessian import hessian
 from patchassoc.simulations.engines.sampler import Sample
-from patchassoc.simulations.runtime.errors import interrupted_by
+from patchassoc.simulations.runtime.errors import interrupted_by, whole_records
 from patchassoc.simulations.runtime.progress import progress_bar
 
 __all__ = ["SampledFlowTrajectory", "sampled_flow", "run_sampled_flow", "SampledFlowResult",
@@ -214,8 +214,10 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         ``status`` is ``"ok"``, ``"solver failed at t = ..."``, ``"non-finite at t = ..."``,
         ``"stalled at t = ..."`` (too many evaluations between two records,
         :func:`~patchassoc.simulations.engines.population.flow.stall_guard`) or
-        ``"interrupted at t = ..."``; what was recorded up to then is kept, and
-        :attr:`SampledFlowTrajectory.reached` says whether the horizon was reached.
+        ``"interrupted at t = ..."`` (or ``"interrupted while the test errors were computed
+        ..."``, after the integration: they are then left NaN); what was recorded up to then
+        is kept, whole, and :attr:`SampledFlowTrajectory.reached` says whether the horizon was
+        reached.
     """
     t_max = _check_options(t_max, per_decade, method, jacobian,
                            {"eta_v": eta_v, "eta_Q": eta_Q, "rtol": rtol, "atol": atol})
@@ -341,10 +343,19 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         status = f"interrupted at t = {math.expm1(s_now):.3g}"
     finally:
         bar.close()
+    whole_records(rows)
 
     if test_data is not None and rows["t"]:
-        rows["test_error"] = list(_test_errors(test_X, test_y, np.asarray(rows["v"]),
-                                               np.asarray(rows["Q"]), p, nu))
+        # one pass over the test sample for every record; it can take longer than the flow, so
+        # an interruption here keeps the records (their test errors left NaN) and says so
+        try:
+            rows["test_error"] = list(_test_errors(test_X, test_y, np.asarray(rows["v"]),
+                                                   np.asarray(rows["Q"]), p, nu))
+        except BaseException as exc:
+            if not interrupted_by(exc):
+                raise
+            status = (f"interrupted while the test errors were computed (the integration "
+                      f"had reached t = {rows['t'][-1]:.3g}; the test errors are left NaN)")
     arrays = {}
     for k, vals in rows.items():
         if k == "v":

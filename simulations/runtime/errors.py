@@ -7,13 +7,14 @@ Numba kernel runs can surface as a :class:`SystemError` ("returned a result with
 set") whose cause is the :class:`KeyboardInterrupt` the kernel could not raise itself;
 :func:`interrupted_by` recognises both, so that the loops which call kernels and the command line
 treat them alike. An engine loop that catches the interruption returns what it recorded with a
-status starting with ``"interrupted"``; a cell or step that receives such a result calls
+status starting with ``"interrupted"``, every record whole (:func:`whole_records`: a record
+the interruption cut between its columns is dropped); a cell or step that receives such a result calls
 :func:`raise_if_interrupted`, so that an interrupted computation is never stored or counted.
 """
 from __future__ import annotations
 
 __all__ = ["UsageError", "CorruptFile", "RunError", "Interrupted", "interrupted_by", "raise_if_interrupted",
-           "is_interrupted_status"]
+           "is_interrupted_status", "whole_records"]
 
 
 class UsageError(ValueError):
@@ -58,6 +59,18 @@ def interrupted_by(exc: BaseException | None) -> bool:
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+def whole_records(rows: dict, keys=None) -> int:
+    """Cut the record columns ``rows[k]`` (lists, ``k`` in ``keys``; all of them by default) to
+    their common length, in place, and return it. An interruption arrives between any two
+    Python operations, so a record whose columns are appended one by one can be cut in the
+    middle; the record it cut is dropped whole, and the columns stay aligned."""
+    keys = list(rows) if keys is None else list(keys)
+    n = min((len(rows[k]) for k in keys), default=0)
+    for k in keys:
+        del rows[k][n:]
+    return n
 
 
 def is_interrupted_status(status) -> bool:

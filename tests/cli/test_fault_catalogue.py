@@ -36,11 +36,20 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
-def _run(args, cwd, timeout=SECONDS):
-    """The command in a fresh interpreter: (status, stdout, stderr lines, seconds)."""
+def _default_sigint() -> None:
+    """In the child: Ctrl-C at its default. A shell starts a background job with SIGINT ignored,
+    and Python then installs no handler: a test run in the background sent its signals to a
+    command that could not receive them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _run(args, cwd, timeout=SECONDS, python_code=False):
+    """The command in a fresh interpreter: (status, stdout, stderr lines, seconds). With
+    ``python_code`` the arguments are the interpreter's (``-c CODE ...``, ``-m MODULE ...``)."""
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "patchassoc", *args], capture_output=True,
-                          text=True, cwd=cwd, env=_env(), timeout=timeout)
+    head = [sys.executable] if python_code else [sys.executable, "-m", "patchassoc"]
+    proc = subprocess.run([*head, *args], capture_output=True, text=True, cwd=cwd, env=_env(),
+                          timeout=timeout, preexec_fn=_default_sigint)
     return proc.returncode, proc.stdout, _lines(proc.stderr), time.monotonic() - t0
 
 
@@ -222,7 +231,8 @@ def test_an_interruption_before_the_first_record_reads_undetermined(capsys, monk
 
 def _start(args, cwd):
     return subprocess.Popen([sys.executable, "-m", "patchassoc", *args], cwd=cwd, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
 
 
 def _wait_for(path: Path, proc, seconds=SECONDS) -> None:
@@ -264,7 +274,8 @@ def test_a_signal_before_anything_is_written_leaves_no_empty_out(tmp_path, sig, 
     out = tmp_path / "a" / "b"
     args = ["train", "--preset", "tiny", "--out", str(out), "--quiet"]
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_RUN, *args], cwd=tmp_path, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     _wait_for(out, proc)
     time.sleep(0.3)
     proc.send_signal(sig)
@@ -308,20 +319,76 @@ def test_a_ctrl_c_while_out_is_made_leaves_nothing_and_says_so(capsys, monkeypat
 
 def test_a_ctrl_c_swallowed_by_a_callback_is_raised_again(monkeypatch):
     """Ctrl-C while Numba compiles lands in an llvmlite ctypes callback, which prints
-    "Exception ignored" and carries on: the hook signals it to the main thread again."""
-    import _thread
+    "Exception ignored" and carries on: the hook has it signalled to the main thread again, by a
+    helper thread once the hook has returned, once per swallow, and never after the command."""
     calls, passed = [], []
-    monkeypatch.setattr(_thread, "interrupt_main", lambda *a: calls.append(a))
-    hook = cli_main._unraisable(passed.append)
+    monkeypatch.setattr(signal, "pthread_kill", lambda ident, sig: calls.append((sig,)))
+    redelivery = cli_main._Redelivery()
+    hook = cli_main._unraisable(passed.append, redelivery)
 
     class Info:
         exc_value = KeyboardInterrupt()
 
     hook(Info)
-    assert calls == [(signal.SIGINT,)] and passed == []
+    hook(Info)                      # a second swallow before the first is signalled: one signal
+    assert calls == [] and passed == []
+    deadline = time.monotonic() + 10.0
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(10 * redelivery.DELAY)
+    assert calls == [(signal.SIGINT,)]
+    redelivery.close()
+    hook(Info)
+    time.sleep(10 * redelivery.DELAY)
+    assert calls == [(signal.SIGINT,)]
     Info.exc_value = RuntimeError("other")
     hook(Info)
     assert passed == [Info]
+
+
+_SWALLOWED = ("import sys, time\n"
+              "from patchassoc.cli import main_train\n"
+              "class Finalizer:\n"
+              "    def __del__(self):\n"
+              "        raise KeyboardInterrupt\n"
+              "def run(ctx):\n"
+              "    Finalizer()            # Ctrl-C swallowed: 'Exception ignored in ...'\n"
+              "    time.sleep(30)\n"
+              "    return {'finished': True}\n"
+              "main_train.run = run\n"
+              "from patchassoc.cli.main import main\n"
+              "sys.exit(main(sys.argv[1:]))\n")
+
+
+def test_a_swallowed_ctrl_c_ends_the_command(tmp_path):
+    """The hook signalled the swallowed Ctrl-C from inside itself: the handler ran there, the
+    interruption was swallowed a second time ("Exception ignored in sys.unraisablehook") and
+    the command ran to its end with status 0."""
+    args = ["train", "--preset", "tiny", "--out", str(tmp_path / "o"), "--quiet"]
+    status, out, err, seconds = _run(["-c", _SWALLOWED, *args], tmp_path, python_code=True)
+    assert status == 130 and seconds < 25 and "finished" not in out
+    assert len(err) == 1 and err[0].startswith("patchassoc: interrupted: ")
+
+
+_IN_EXEC = ("import sys\n"
+            "from patchassoc.cli import main_train\n"
+            "def run(ctx):\n"
+            "    exec('raise KeyboardInterrupt', {})   # as in code a dataclass or Numba runs\n"
+            "main_train.run = run\n"
+            "from patchassoc.cli.main import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+
+
+def test_a_ctrl_c_inside_generated_code_exits_130_under_python_m(tmp_path):
+    """A KeyboardInterrupt that ends a string exec is marked unhandled by CPython even when it is
+    caught, and ``python -m`` then ended by SIGINT (status -2) after the command returned 130:
+    Ctrl-C inside the code a dataclass generates, 0.05 s into a flow."""
+    (tmp_path / "interrupted_in_exec.py").write_text(_IN_EXEC)
+    args = ["train", "--preset", "tiny", "--out", str(tmp_path / "o"), "--quiet"]
+    status, out, err, seconds = _run(["-m", "interrupted_in_exec", *args], tmp_path,
+                                     python_code=True)
+    assert status == 130
+    assert len(err) == 1 and err[0].startswith("patchassoc: interrupted: ")
 
 
 # -- smaller items --------------------------------------------------------------------------------

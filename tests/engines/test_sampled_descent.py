@@ -184,3 +184,29 @@ def test_train_draws_the_data_config_names():
     # structured data still draws w* from the feature stream, as before the data field existed
     plain = train(preset("tiny", steps=2, n_train=200, n_test=200, records=2), seed=0)
     assert np.array_equal(plain.w_star, unit_vector(32, streams(0)["feature"]))
+
+
+def test_an_interruption_inside_a_record_keeps_every_record_whole(monkeypatch, tiny_run):
+    """A record appends its columns one by one and computes the test margins between them:
+    Ctrl-C there left the first columns one record longer than the others (the steps no longer
+    matched the losses); the cut record is now dropped whole, and the state returned is the
+    state at the step reached."""
+    from patchassoc.simulations.engines import sampled_descent as SD
+    calls = []
+    real = SD.kernels.margins
+
+    def margins(*args, **kwargs):   # Ctrl-C inside the 4th record, after its first columns
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(SD.kernels, "margins", margins)
+    got = train(preset("tiny", steps=150), seed=1).trajectory
+    full = tiny_run.trajectory
+    assert got.status.startswith("interrupted at step")
+    n = got.steps.size
+    assert n == 3 and all(len(getattr(got, k)) == n for k in ("train_loss", "train_error",
+                                                              "test_error", "alpha", "A"))
+    assert np.array_equal(got.steps, full.steps[:n])
+    assert np.array_equal(got.train_loss, full.train_loss[:n])

@@ -226,3 +226,38 @@ def test_bad_options_are_refused(small_run):
     with pytest.raises(ValueError, match="diagonal"):
         SF.run_sampled_flow(preset("tiny"), 0, error_factor=2.0, error_slack=0.001,
                             share_level=0.75)
+
+
+def test_an_interruption_while_the_test_errors_are_computed_keeps_the_records(monkeypatch,
+                                                                              small_run):
+    """The test errors of every record are computed after the integration, in one pass that can
+    take longer than the flow; Ctrl-C there lost the whole run (nothing was saved)."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    full = _flow(small_run, 1e4)
+    monkeypatch.setattr(SF, "_test_errors", interrupted)
+    tr = _flow(small_run, 1e4)
+    assert tr.status.startswith("interrupted while the test errors were computed")
+    assert not tr.reached and np.all(np.isnan(tr.test_error))
+    assert np.array_equal(tr.t, full.t) and np.array_equal(tr.u_min, full.u_min)
+    assert SF.limit_class(tr)["class"] == "undetermined"
+
+
+def test_an_interruption_inside_a_record_keeps_the_records_before_it(monkeypatch, small_run):
+    """Ctrl-C while the 6th record is computed: the five before it are kept, with their times
+    and test errors."""
+    calls = []
+    real = SF.noninvariant_residual
+
+    def residual(*args):
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(SF, "noninvariant_residual", residual)
+    tr = _flow(small_run, 1e4)
+    assert tr.status.startswith("interrupted at t = ") and tr.t.size == 5
+    assert all(getattr(tr, k).shape[0] == 5 for k in SF.SampledFlowTrajectory.ARRAYS)
+    assert len(tr.record_seconds) == 5 and np.all(np.isfinite(tr.test_error))

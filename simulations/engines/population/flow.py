@@ -76,7 +76,7 @@ from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.population.exact import (
     MAX_CONFIGURATIONS, Evaluator, check_problem, count_configurations)
 from patchassoc.simulations.engines.population.trajectory import initial_point
-from patchassoc.simulations.runtime.errors import interrupted_by
+from patchassoc.simulations.runtime.errors import interrupted_by, whole_records
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import save_folder
 
@@ -428,6 +428,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         status = f"interrupted at t = {math.expm1(s_now):.3g}"
     finally:
         bar.close()
+    whole_records(rows)
 
     def arrays_of(r):
         return {k: np.asarray(v, dtype=np.int64 if k == "topc_rows" else np.float64)

@@ -60,7 +60,7 @@ from patchassoc.theory.structure import Structure, build_structure
 
 from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines.criteria import times_to_criteria
-from patchassoc.simulations.runtime.errors import interrupted_by
+from patchassoc.simulations.runtime.errors import interrupted_by, whole_records
 from patchassoc.simulations.runtime.progress import progress_bar
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.engines.sampler import streams, unit_vector
@@ -218,10 +218,10 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
                 rows["grad_norm"].append(float(np.hypot(g_alpha, fixed_order.norm(g_th))))
             if step == steps:
                 break
-            alpha = alpha - eta_v * g_alpha
-            if train_attention:
-                theta = theta - scale * g_th
-            step += 1
+            theta_next = theta - scale * g_th if train_attention else theta
+            # one assignment (no call in it, so no interruption inside it): the state returned
+            # after an interruption is always the state at steps_done
+            alpha, theta, step = alpha - eta_v * g_alpha, theta_next, step + 1
             bar.update(1)
     except BaseException as exc:  # Ctrl-C, also inside a kernel (a SystemError caused by it)
         if not interrupted_by(exc):
@@ -229,6 +229,7 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
         status = f"interrupted at step {step}"
     finally:
         bar.close()
+    whole_records(rows, [k for k in rows if k != "per_step"])   # per_step: one row per step
     arrays = {k: np.asarray(v, dtype=np.int64 if k == "steps" else np.float64)
               for k, v in rows.items()}
     if not rows["coords"]:
