@@ -16,8 +16,9 @@ Both folders are walked and every file found in either is compared with its name
   differ.
 - ``*.npz``: every array exactly: names, shape, dtype and values (NaN equals NaN).
 - ``*.png`` and any other file: the bytes.
-- Skipped, and counted: logs (``*.log``, e.g. ``step.log``), ``report.md`` and PDFs (they carry
-  dates and times).
+- Skipped, and counted: logs (``*.log``, e.g. ``step.log``), ``report.md``, PDFs (they carry
+  dates and times) and ``provenance.json`` (versions, the command line, dates and times: what
+  ran, not what it computed; a folder written before it existed has none).
 
 A file present in one folder only is a difference. Every file whose numbers differ is listed
 with the largest absolute and relative difference of its numbers.
@@ -55,7 +56,7 @@ __all__ = ["compare_folders", "compare_json", "compare_npz", "is_timing_key", "C
            "Tolerance", "EXACT", "CROSS_CPU", "main"]
 
 _TIMING = re.compile(r"^(seconds|wall_s|cpu_s|timings?|.*_seconds|.*_seconds_.*|.*_s)$")
-SKIPPED = ("logs (*.log)", "report.md", "PDFs (*.pdf)")
+SKIPPED = ("logs (*.log)", "report.md", "PDFs (*.pdf)", "provenance.json")
 
 
 def is_timing_key(key: str) -> bool:
@@ -73,6 +74,8 @@ def _skip_reason(rel: Path) -> str | None:
         return SKIPPED[1]
     if rel.suffix.lower() == ".pdf":
         return SKIPPED[2]
+    if rel.name == "provenance.json":
+        return SKIPPED[3]
     return None
 
 
@@ -352,7 +355,7 @@ def render(cmp: Comparison, limit: int = 12) -> str:
     if cmp.ignored:
         lines.append("ignored leaves: " + ", ".join(f"{n} {k}" for k, n in
                                                      sorted(cmp.ignored.items())))
-    lines.append("skipped (dates, times): " + (", ".join(f"{n} {k}" for k, n in
+    lines.append("skipped (dates, times, versions): " + (", ".join(f"{n} {k}" for k, n in
                                                          sorted(cmp.skipped.items())) or "none"))
     if cmp.only:
         lines += ["", f"in one folder only ({len(cmp.only)}):"]

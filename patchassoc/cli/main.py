@@ -51,7 +51,8 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
     from patchassoc._version import __version__
     from patchassoc.cli.options import nonneg_int, out_path
     from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
-    from patchassoc.simulations.runtime.results import to_jsonable
+    from patchassoc.simulations.runtime.provenance import begin, write_provenance
+    from patchassoc.simulations.runtime.results import SCHEMA, to_jsonable
 except KeyboardInterrupt:
     sys.stderr.write("patchassoc: interrupted while starting; nothing was done\n")
     raise SystemExit(130) from None
@@ -247,10 +248,23 @@ def _print_summary(mod, args, summary) -> int:
     return 0
 
 
+def _record_provenance(mod, out: Path | None, exit_status: int) -> None:
+    """``provenance.json`` in ``out`` (what ran, with which versions, when), for a command
+    that writes there; a failure to write it is one line on stderr, never the command's."""
+    if out is None or not getattr(mod, "WRITES_OUT", True) or not out.is_dir():
+        return
+    try:
+        write_provenance(out, exit_status=exit_status)
+    except OSError as exc:
+        print(f"patchassoc: warning: provenance not written: {_os_error(exc)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchassoc`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    begin(argv)
     out = None
+    mod = None
     dask = None
     created: list[Path] = []
     try:
@@ -287,6 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:  # Ctrl-C, also when it reached a Numba kernel
         if not interrupted_by(exc):
             raise
+        _record_provenance(mod, out, 130)
         print(_interrupted_line(exc, argv, out), file=sys.stderr)
         return 130
     finally:
@@ -297,5 +312,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = int(summary.pop("exit_status"))
         if str(summary.get("status", "")).startswith("interrupted"):
             status = 130    # the run stopped on Ctrl-C and kept what it recorded (said above)
+    _record_provenance(mod, out, status)
     printed = _print_summary(mod, args, summary)
     return printed or status

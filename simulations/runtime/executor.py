@@ -34,7 +34,8 @@ of one kernel family never start side by side until one of them finished (two co
 would each compile the family); the last step to start gets the cores no other step uses. A
 step that fails, or whose worker dies, is a failed step and the others still run; on Ctrl-C the
 running steps (same process group) are given a few seconds to keep what they finished. A step
-that succeeds writes ``<step>/step.json`` (its record), which lets a re-run skip it.
+that succeeds writes ``<step>/provenance.json`` (:mod:`.provenance`: what ran, when, with which
+versions) and then ``<step>/step.json`` (its record), which lets a re-run skip it.
 
 A step's record carries its ``work`` (a JSON-ready description of what it computed: the
 resolved configuration, seed, quick or full, the study's protocol version), the ``fingerprint``
@@ -67,6 +68,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
 from patchassoc.simulations.runtime.progress import notice, progress_bar
+from patchassoc.simulations.runtime.provenance import utc_now, write_provenance
 from patchassoc.simulations.runtime.results import fingerprint, stored_object, write_json
 
 __all__ = ["default_jobs", "single_numba_thread", "Shared", "map_tasks", "Step", "run_steps",
@@ -530,6 +532,7 @@ def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool,
     when it succeeded; return its record. An interruption (also one that reached a Numba
     kernel) is raised as :class:`KeyboardInterrupt`; any other error is a failed step."""
     t0, c0 = time.perf_counter(), _cpu_seconds()
+    started = utc_now()
     marker = Path(folder) / "step.json"
     try:
         marker.unlink()
@@ -546,6 +549,7 @@ def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool,
         record = {"step": name, "ok": ok, "seconds": time.perf_counter() - t0,
                   "cpu_seconds": _cpu_seconds() - c0, "summary": summary, **(stamp or {})}
         if ok:
+            write_provenance(folder, started=started, exit_status=0)
             write_json(marker, record)
         return record
     except BaseException as exc:  # noqa: BLE001 - a failed step must not stop the others

@@ -32,7 +32,12 @@ from patchassoc.simulations.runtime.errors import CorruptFile
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
            "read_json_object", "stored_object", "write_arrays", "read_arrays", "save_folder", "load_folder",
-           "to_jsonable", "fingerprint", "MANIFEST", "RESULT_FILES"]
+           "to_jsonable", "fingerprint", "MANIFEST", "RESULT_FILES", "SCHEMA"]
+
+#: The version of the records this package writes: a folder's ``config.json`` and
+#: ``provenance.json``, and every command's ``--json`` output carry it as ``schema``. A record
+#: without it was written before schema 1 (docs/usage.md, "What a run writes").
+SCHEMA = 1
 
 #: The manifest of a result folder, written last.
 MANIFEST = "manifest.json"
