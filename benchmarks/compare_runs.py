@@ -20,6 +20,14 @@ Both folders are walked and every file found in either is compared with its name
   dates and times) and ``provenance.json`` (versions, the command line, dates and times: what
   ran, not what it computed; a folder written before it existed has none).
 
+Records written before schema 1 (issue 40; ``schema`` in a folder's ``config.json`` and in
+every ``--json`` output) are read as schema 1 writes them, each change counted and listed
+apart, never hiding a number that differs:
+
+- a non-finite number was written as +-1e308, now as ``null``: 1e308 against ``null`` (and
+  -1e308) is the same value; the note beside the nulls (``non_finite``) is not compared when
+  BEFORE has none (when both have one, the kinds it names must be the same).
+
 A file present in one folder only is a difference. Every file whose numbers differ is listed
 with the largest absolute and relative difference of its numbers.
 
@@ -52,8 +60,17 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.simulations.runtime.results import NON_FINITE
+
 __all__ = ["compare_folders", "compare_json", "compare_npz", "is_timing_key", "Comparison",
            "Tolerance", "EXACT", "CROSS_CPU", "main"]
+
+#: Record changes of schema 1 (issue 40) read across, and how the output names them.
+SCHEMA_CHANGES = {
+    "null": "+-1e308 (a non-finite number before schema 1) read as null",
+    "note": "notes on nulls (non_finite) absent before, not compared",
+}
+_STAND_IN = 1e308
 
 _TIMING = re.compile(r"^(seconds|wall_s|cpu_s|timings?|.*_seconds|.*_seconds_.*|.*_s)$")
 SKIPPED = ("logs (*.log)", "report.md", "PDFs (*.pdf)", "provenance.json")
@@ -134,6 +151,8 @@ class Comparison:
     within: dict[str, int] = field(default_factory=dict)
     #: differences listed as information only (a new draw, a figure), per file
     information: list[tuple[str, str, str, str]] = field(default_factory=list)
+    #: leaves read across a record change of schema 1 (issue 40), by change
+    schema: dict[str, int] = field(default_factory=dict)
     tolerance: Tolerance = EXACT
 
     def note_extent(self, name: str, a: float, b: float) -> None:
@@ -192,6 +211,13 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
             if str(key) in tol.not_compared:
                 out._count(out.ignored, f"not compared ({tol.name})")
                 continue
+            if key == NON_FINITE and key not in a:
+                out._count(out.schema, SCHEMA_CHANGES["note"])
+                continue
+            if key == NON_FINITE and key in b and a[key] != b[key]:
+                # which nulls were NaN, +inf or -inf: numbers, compared as such
+                out.differences.append((name, sub, _short(a[key]), _short(b[key])))
+                continue
             if key not in a or key not in b:
                 out.differences.append((name, sub, "missing" if key not in a else _short(a[key]),
                                         "missing" if key not in b else _short(b[key])))
@@ -215,6 +241,8 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
                 out.strings.append((name, where, _short(a), _short(b)))
     elif isinstance(a, (dict, list, str)) or isinstance(b, (dict, list, str)):
         out.differences.append((name, f"{where} (type)", _short(a), _short(b)))
+    elif isinstance(a, float) and abs(a) == _STAND_IN and b is None:
+        out._count(out.schema, SCHEMA_CHANGES["null"])
     elif not _same_number(a, b):  # numbers, booleans, null
         if isinstance(a, float) and isinstance(b, float):
             out.note_extent(name, a, b)
@@ -355,6 +383,9 @@ def render(cmp: Comparison, limit: int = 12) -> str:
     if cmp.ignored:
         lines.append("ignored leaves: " + ", ".join(f"{n} {k}" for k, n in
                                                      sorted(cmp.ignored.items())))
+    if cmp.schema:
+        lines.append("read across the record changes of schema 1 (issue 40): " + ", ".join(
+            f"{n} {k}" for k, n in sorted(cmp.schema.items())))
     lines.append("skipped (dates, times, versions): " + (", ".join(f"{n} {k}" for k, n in
                                                          sorted(cmp.skipped.items())) or "none"))
     if cmp.only:

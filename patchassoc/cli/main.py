@@ -52,7 +52,7 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
     from patchassoc.cli.options import nonneg_int, out_path
     from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
     from patchassoc.simulations.runtime.provenance import begin, write_provenance
-    from patchassoc.simulations.runtime.results import SCHEMA, to_jsonable
+    from patchassoc.simulations.runtime.results import SCHEMA, json_ready
 except KeyboardInterrupt:
     sys.stderr.write("patchassoc: interrupted while starting; nothing was done\n")
     raise SystemExit(130) from None
@@ -233,7 +233,8 @@ def _print_summary(mod, args, summary) -> int:
     """Print the summary on stdout; 141 when the reader went away (``| head``), else 0."""
     try:
         if args.json:
-            sys.stdout.write(json.dumps(to_jsonable(summary), sort_keys=True) + "\n")
+            sys.stdout.write(json.dumps(json_ready(summary), sort_keys=True, allow_nan=False)
+                             + "\n")
         else:
             render = getattr(mod, "render", _render)
             print(render(summary))

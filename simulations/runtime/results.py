@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -32,7 +33,8 @@ from patchassoc.simulations.runtime.errors import CorruptFile
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
            "read_json_object", "stored_object", "write_arrays", "read_arrays", "save_folder", "load_folder",
-           "to_jsonable", "fingerprint", "MANIFEST", "RESULT_FILES", "SCHEMA"]
+           "to_jsonable", "json_ready", "NON_FINITE", "fingerprint", "MANIFEST", "RESULT_FILES",
+           "SCHEMA"]
 
 #: The version of the records this package writes: a folder's ``config.json`` and
 #: ``provenance.json``, and every command's ``--json`` output carry it as ``schema``. A record
@@ -85,19 +87,79 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Convert NumPy scalars/arrays (recursively) into plain JSON types."""
+def _kind(x: float) -> str:
+    return "nan" if x != x else ("+inf" if x > 0 else "-inf")
+
+
+def to_jsonable(obj: Any, non_finite: dict | None = None, _path: str = "") -> Any:
+    """Convert NumPy scalars/arrays (recursively) into plain JSON types.
+
+    A non-finite float (NaN, +inf, -inf) becomes ``None`` (JSON ``null``: JSON has no such
+    numbers, and a stand-in such as 1e308 would read as a number). When ``non_finite`` is a
+    dict, each one's JSON path is added to it with its kind (``"nan"``, ``"+inf"``, ``"-inf"``;
+    a run of list entries of one kind as one slice, ``curve.error[3:7]``): the note that
+    :func:`json_ready` writes beside them.
+    """
     if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return {str(k): to_jsonable(v, non_finite, f"{_path}.{k}" if _path else str(k))
+                for k, v in obj.items()}
     if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
+        obj = obj.tolist()
+    if isinstance(obj, (list, tuple)):
+        out = [to_jsonable(v, None if isinstance(v, (float, np.floating)) else non_finite,
+                           f"{_path}[{i}]")
+               for i, v in enumerate(obj)]
+        if non_finite is not None:
+            _note_runs(obj, out, non_finite, _path)
+        return out
     if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None if np.isnan(obj) else (1e308 if obj > 0 else -1e308)
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        if non_finite is not None:
+            non_finite[_path or "(top)"] = _kind(obj)
+        return None
     return obj
+
+
+def _note_runs(items: list | tuple, out: list, notes: dict, path: str) -> None:
+    """Note the non-finite floats of a list, a run of one kind as one slice."""
+    i = 0
+    while i < len(items):
+        x = items[i]
+        if isinstance(x, np.generic):
+            x = x.item()
+        if not (isinstance(x, float) and not math.isfinite(x)):
+            i += 1
+            continue
+        kind, j = _kind(x), i + 1
+        while j < len(items) and isinstance(items[j], (float, np.floating)) \
+                and not math.isfinite(items[j]) and _kind(float(items[j])) == kind:
+            j += 1
+        notes[f"{path}[{i}]" if j == i + 1 else f"{path}[{i}:{j}]"] = kind
+        i = j
+
+
+#: The key of a JSON object that says which of its nulls were non-finite numbers.
+NON_FINITE = "non_finite"
+
+
+def json_ready(obj: Any) -> Any:
+    """``obj`` as plain JSON (:func:`to_jsonable`), non-finite numbers as ``null`` with a note:
+    a JSON object gets the key ``non_finite``, ``{path: "nan" | "+inf" | "-inf"}``, when it
+    holds any (``{"t_hit": null, "non_finite": {"t_hit": "+inf"}}``; an object read back and
+    written again keeps its note, with the new ones added). A value that is not an object has
+    nowhere to hold the note: a non-finite number in it is refused (:class:`ValueError`), never
+    written as a stand-in number."""
+    notes: dict = {}
+    data = to_jsonable(obj, notes)
+    if not notes:
+        return data
+    old = data.get(NON_FINITE, {}) if isinstance(data, dict) else None
+    if not isinstance(old, dict):
+        raise ValueError(f"non-finite number(s) at {', '.join(notes)} in a JSON value that "
+                         f"cannot hold a note on them (not an object, or one whose "
+                         f"{NON_FINITE!r} is not a note)")
+    return dict(data, **{NON_FINITE: {**old, **notes}})
 
 
 def fingerprint(record: Mapping) -> str:
@@ -109,7 +171,8 @@ def fingerprint(record: Mapping) -> str:
 
 
 def _json_bytes(obj: Any) -> bytes:
-    return (json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return (json.dumps(json_ready(obj), indent=2, sort_keys=True, allow_nan=False)
+            + "\n").encode("utf-8")
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:

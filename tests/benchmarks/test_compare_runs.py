@@ -172,3 +172,21 @@ def test_cross_cpu_skips_solver_noise_and_lists_new_draws_and_figures(before, tm
     assert sorted(f for f, *_ in cmp.information) == ["seeds/a.png", "vit/metrics.json"]
     assert cmp.ignored["not compared (cross-CPU)"] == 2
     assert not compare_folders(tmp_path / "b2", after).same     # bit for bit they differ
+
+
+def test_a_stand_in_1e308_before_schema_1_reads_as_the_null_that_replaced_it(before, tmp_path):
+    """Issue 40: +-inf was written as +-1e308, now as null with a note; the two folders hold
+    the same numbers, and the change is counted, not hidden."""
+    old = _run(tmp_path / "old", extra={"bound": 1e308, "low": -1e308, "other": 2.0})
+    new = _run(tmp_path / "new", extra={"bound": None, "low": None, "other": 2.0,
+                                        "non_finite": {"bound": "+inf", "low": "-inf"}})
+    cmp = compare_folders(old, new)
+    assert cmp.same, cmp.differences
+    assert sum(cmp.schema.values()) == 3
+    # a real number against null still differs, and so does a note both sides hold
+    cmp = compare_folders(_run(tmp_path / "o2", extra={"bound": 2.0}),
+                          _run(tmp_path / "n2", extra={"bound": None}))
+    assert [d[1] for d in cmp.differences] == ["bound"]
+    cmp = compare_folders(_run(tmp_path / "o3", extra={"non_finite": {"x": "nan"}}),
+                          _run(tmp_path / "n3", extra={"non_finite": {"x": "+inf"}}))
+    assert not cmp.same
