@@ -2,7 +2,10 @@
 
 Every subcommand shares the options ``--preset``, ``--set key=value`` (repeatable, any
 :class:`~patchassoc.theory.config.Config` field), ``--seed``, ``--out``, ``--json`` (exactly one
-JSON object on stdout, nothing else there) and ``--quiet`` (no progress bar on stderr).
+JSON object on stdout, nothing else there, with ``schema``, the version of the records,
+:data:`~patchassoc.simulations.runtime.results.SCHEMA`) and ``--quiet`` (no progress bar on
+stderr). A command that writes into ``--out`` leaves ``provenance.json`` there
+(:mod:`~patchassoc.simulations.runtime.provenance`).
 
 A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It defines
 
@@ -233,6 +236,8 @@ def _print_summary(mod, args, summary) -> int:
     """Print the summary on stdout; 141 when the reader went away (``| head``), else 0."""
     try:
         if args.json:
+            if isinstance(summary, dict):     # the version of what the object holds
+                summary = {**summary, "schema": SCHEMA}
             sys.stdout.write(json.dumps(json_ready(summary), sort_keys=True, allow_nan=False)
                              + "\n")
         else:
