@@ -26,7 +26,16 @@ apart, never hiding a number that differs:
 
 - a non-finite number was written as +-1e308, now as ``null``: 1e308 against ``null`` (and
   -1e308) is the same value; the note beside the nulls (``non_finite``) is not compared when
-  BEFORE has none (when both have one, the kinds it names must be the same).
+  BEFORE has none (when both have one, the kinds it names must be the same);
+- the time axis of a trajectory record was ``steps`` in gradient descent's records, now ``t``
+  in every one: BEFORE's ``steps`` (an array, or a list in JSON) is compared with AFTER's
+  ``t`` when BEFORE has no ``t`` and AFTER no ``steps``;
+- counts (``topc_rows``) were float64 in some records, now integers: a float equal to AFTER's
+  integer is that integer (in ``.npz`` arrays: float64 whole numbers against int64);
+- a run's configuration recorded the steps it was given (``population``'s preset's 600 while
+  it made 3,000): a configuration (``config.json``, or ``config`` in a summary) whose run
+  says it made all its steps (status ``ok``, the summary's or ``metrics.json``'s ``steps``) is
+  read with those steps when AFTER records them.
 
 A file present in one folder only is a difference. Every file whose numbers differ is listed
 with the largest absolute and relative difference of its numbers.
@@ -60,7 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.simulations.runtime.results import NON_FINITE
+from patchassoc.simulations.runtime.results import NON_FINITE, OLD_TIME_AXIS, TIME_AXIS
 
 __all__ = ["compare_folders", "compare_json", "compare_npz", "is_timing_key", "Comparison",
            "Tolerance", "EXACT", "CROSS_CPU", "main"]
@@ -69,7 +78,13 @@ __all__ = ["compare_folders", "compare_json", "compare_npz", "is_timing_key", "C
 SCHEMA_CHANGES = {
     "null": "+-1e308 (a non-finite number before schema 1) read as null",
     "note": "notes on nulls (non_finite) absent before, not compared",
+    "axis": "time axes named steps before schema 1 read as t",
+    "counts": "counts stored as floats before schema 1 read as integers",
+    "steps": "configurations that recorded the steps they were given, not those the run made, "
+             "read with the run's steps",
 }
+#: Records whose values are counts (integers from schema 1 on).
+COUNTS = ("topc_rows",)
 _STAND_IN = 1e308
 
 _TIMING = re.compile(r"^(seconds|wall_s|cpu_s|timings?|.*_seconds|.*_seconds_.*|.*_s)$")
@@ -200,6 +215,7 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
     tol = out.tolerance
     where = path or "(top)"
     if isinstance(a, dict) and isinstance(b, dict):
+        a = _read_as_schema_1(a, b, out)
         for key in sorted(set(a) | set(b), key=str):
             sub = f"{path}.{key}" if path else str(key)
             if is_timing_key(str(key)):
@@ -253,6 +269,75 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
     return out
 
 
+def _renamed_axis(a: dict, b: dict) -> bool:
+    """BEFORE's trajectory record names its time axis ``steps`` (a list), AFTER's ``t``."""
+    return (OLD_TIME_AXIS in a and TIME_AXIS not in a and TIME_AXIS in b
+            and OLD_TIME_AXIS not in b and isinstance(a[OLD_TIME_AXIS], list)
+            and isinstance(b[TIME_AXIS], list))
+
+
+def _whole(x) -> bool:
+    return isinstance(x, float) and math.isfinite(x) and x == int(x)
+
+
+def _as_ints(a, b):
+    """BEFORE's count (a float, or a list of them) as the integers AFTER holds, when every
+    value is the same number; None otherwise."""
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and a:
+        if all(_whole(x) and type(y) is int and x == y for x, y in zip(a, b)):
+            return [int(x) for x in a]
+    elif _whole(a) and type(b) is int and a == b:
+        return int(a)
+    return None
+
+
+def _ran_steps(record: dict) -> int | None:
+    """The steps a run made, when its record says it made all it was asked (status ``ok``)
+    and holds its configuration: the summary's ``steps``."""
+    steps = record.get("steps")
+    if record.get("status") == "ok" and type(steps) is int and \
+            isinstance(record.get("config"), dict):
+        return steps
+    return None
+
+
+def _read_as_schema_1(a: dict, b: dict, out: Comparison) -> dict:
+    """BEFORE's JSON object as schema 1 writes it (the module notes), each change counted."""
+    changed = dict(a)
+    if _renamed_axis(a, b):
+        changed[TIME_AXIS] = changed.pop(OLD_TIME_AXIS)
+        out._count(out.schema, SCHEMA_CHANGES["axis"])
+    for key in COUNTS:
+        ints = _as_ints(a[key], b[key]) if key in a and key in b else None
+        if ints is not None:
+            changed[key] = ints
+            out._count(out.schema, SCHEMA_CHANGES["counts"])
+    ran = _ran_steps(a)
+    cfg, new_cfg = a.get("config"), b.get("config")
+    if ran is not None and isinstance(new_cfg, dict) and cfg.get("steps") != ran and \
+            new_cfg.get("steps") == ran:
+        changed["config"] = dict(cfg, steps=ran)
+        out._count(out.schema, SCHEMA_CHANGES["steps"])
+    return changed
+
+
+def _config_as_schema_1(a, metrics: Path, b, out: Comparison):
+    """BEFORE's ``config.json`` of a result folder as schema 1 writes it: with the steps the
+    run made (its ``metrics.json``), where it recorded those it was given."""
+    if not (isinstance(a, dict) and isinstance(b, dict)) or "schema" in a or \
+            not metrics.is_file():
+        return a
+    try:
+        record = _load_json(metrics)
+    except (ValueError, OSError):
+        return a
+    ran = _ran_steps(record) if isinstance(record, dict) else None
+    if ran is not None and a.get("steps") != ran and b.get("steps") == ran:
+        out._count(out.schema, SCHEMA_CHANGES["steps"])
+        return dict(a, steps=ran)
+    return a
+
+
 def _load_json(path: Path, suffix: str = ".json"):
     text = path.read_text(encoding="utf-8")
     if suffix == ".jsonl":
@@ -272,16 +357,29 @@ def _same_array(x: np.ndarray, y: np.ndarray) -> bool:
 def compare_npz(a: Path, b: Path, name: str, out: Comparison) -> None:
     try:
         with np.load(a, allow_pickle=False) as fa, np.load(b, allow_pickle=False) as fb:
+            renamed = (OLD_TIME_AXIS in fa.files and TIME_AXIS not in fa.files
+                       and TIME_AXIS in fb.files and OLD_TIME_AXIS not in fb.files)
+            if renamed:
+                out._count(out.schema, SCHEMA_CHANGES["axis"])
             for key in sorted(set(fa.files) | set(fb.files)):
+                if renamed and key == OLD_TIME_AXIS:
+                    continue
                 if key in out.tolerance.not_compared:
                     out._count(out.ignored, f"not compared ({out.tolerance.name})")
                     continue
-                if key not in fa.files or key not in fb.files:
+                if renamed and key == TIME_AXIS:
+                    pass
+                elif key not in fa.files or key not in fb.files:
                     out.differences.append((name, key, "missing" if key not in fa.files else
                                             "present", "missing" if key not in fb.files else
                                             "present"))
                     continue
-                x, y = fa[key], fb[key]
+                x, y = fa[OLD_TIME_AXIS if renamed and key == TIME_AXIS else key], fb[key]
+                if key in COUNTS and x.dtype.kind == "f" and y.dtype == np.int64 and \
+                        x.shape == y.shape and np.all(np.isfinite(x)) and \
+                        np.array_equal(x, np.round(x)):
+                    x = x.astype(np.int64)          # a count stored as float64 before
+                    out._count(out.schema, SCHEMA_CHANGES["counts"])
                 if x.shape != y.shape or x.dtype != y.dtype:
                     out.differences.append((name, key, f"{x.dtype}{list(x.shape)}",
                                             f"{y.dtype}{list(y.shape)}"))
@@ -341,8 +439,10 @@ def compare_folders(before: Path, after: Path, gallery: Path | None = None,
         if suffix in (".json", ".jsonl"):
             kind = suffix[1:]
             try:
-                compare_json(_load_json(a, suffix), _load_json(b, suffix), roots=roots, out=out,
-                             name=rel)
+                x, y = _load_json(a, suffix), _load_json(b, suffix)
+                if Path(rel).name == "config.json":
+                    x = _config_as_schema_1(x, a.parent / "metrics.json", y, out)
+                compare_json(x, y, roots=roots, out=out, name=rel)
             except ValueError:  # not valid JSON: the bytes
                 if a.read_bytes() != b.read_bytes():
                     out.differences.append((rel, "(bytes, not JSON)", "", ""))

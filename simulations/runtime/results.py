@@ -34,7 +34,7 @@ from patchassoc.simulations.runtime.errors import CorruptFile
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
            "read_json_object", "stored_object", "write_arrays", "read_arrays", "save_folder", "load_folder",
            "to_jsonable", "json_ready", "NON_FINITE", "fingerprint", "MANIFEST", "RESULT_FILES",
-           "SCHEMA"]
+           "SCHEMA", "TIME_AXIS", "OLD_TIME_AXIS", "time_axis", "as_counts"]
 
 #: The version of the records this package writes: a folder's ``config.json`` and
 #: ``provenance.json``, and every command's ``--json`` output carry it as ``schema``. A record
@@ -137,6 +137,37 @@ def _note_runs(items: list | tuple, out: list, notes: dict, path: str) -> None:
             j += 1
         notes[f"{path}[{i}]" if j == i + 1 else f"{path}[{i}:{j}]"] = kind
         i = j
+
+
+#: The time axis of every trajectory record (a result folder's ``arrays.npz``, a curve in a
+#: JSON summary), in gradient steps: integers for gradient descent, floats for the gradient
+#: flows (their t is the small-step limit, in the same unit). Records written before schema 1
+#: named gradient descent's axis ``steps`` (:data:`OLD_TIME_AXIS`); :func:`time_axis` reads both.
+TIME_AXIS = "t"
+#: The name of gradient descent's time axis in records written before schema 1.
+OLD_TIME_AXIS = "steps"
+
+
+def time_axis(record: Mapping, default: Any = None) -> Any:
+    """The time axis of a trajectory record (a mapping of arrays or lists, one entry per
+    record): its ``t``, or, in a record written before schema 1, its ``steps``; ``default``
+    when it has neither. Only for trajectories: a summary's scalar ``steps`` is a count."""
+    if TIME_AXIS in record:
+        return record[TIME_AXIS]
+    return record.get(OLD_TIME_AXIS, default)
+
+
+def as_counts(values: np.ndarray | None) -> np.ndarray | None:
+    """A recorded count (``topc_rows``) as int64: records written before schema 1 stored some
+    as float64 (NaN where not recorded). A float array of whole numbers becomes int64, one that
+    is all NaN (not recorded) ``None``; anything else is returned as it is."""
+    if values is None or values.dtype.kind != "f":
+        return values
+    if values.size and np.all(np.isnan(values)):
+        return None
+    if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
+        return values.astype(np.int64)
+    return values
 
 
 #: The key of a JSON object that says which of its nulls were non-finite numbers.
