@@ -35,7 +35,10 @@ apart, never hiding a number that differs:
 - a run's configuration recorded the steps it was given (``population``'s preset's 600 while
   it made 3,000): a configuration (``config.json``, or ``config`` in a summary) whose run
   says it made all its steps (status ``ok``, the summary's or ``metrics.json``'s ``steps``) is
-  read with those steps when AFTER records them.
+  read with those steps when AFTER records them;
+- a result folder's ``config.json`` now also holds ``schema``, the run's ``seed`` (compared
+  with the seed BEFORE's ``metrics.json`` recorded) and, written by a command, the ``command``
+  and its ``options`` (added: BEFORE has no record of them).
 
 A file present in one folder only is a difference. Every file whose numbers differ is listed
 with the largest absolute and relative difference of its numbers.
@@ -82,6 +85,8 @@ SCHEMA_CHANGES = {
     "counts": "counts stored as floats before schema 1 read as integers",
     "steps": "configurations that recorded the steps they were given, not those the run made, "
              "read with the run's steps",
+    "seed": "seeds in config.json, recorded in metrics.json before schema 1",
+    "added": "records added to config.json by schema 1 (schema, command, options)",
 }
 #: Records whose values are counts (integers from schema 1 on).
 COUNTS = ("topc_rows",)
@@ -323,18 +328,30 @@ def _read_as_schema_1(a: dict, b: dict, out: Comparison) -> dict:
 
 def _config_as_schema_1(a, metrics: Path, b, out: Comparison):
     """BEFORE's ``config.json`` of a result folder as schema 1 writes it: with the steps the
-    run made (its ``metrics.json``), where it recorded those it was given."""
+    run made, where it recorded those it was given, and the seed, both from its
+    ``metrics.json``; the schema, and the command and options of a command's run, added."""
     if not (isinstance(a, dict) and isinstance(b, dict)) or "schema" in a or \
-            not metrics.is_file():
+            "schema" not in b:
         return a
     try:
-        record = _load_json(metrics)
+        record = _load_json(metrics) if metrics.is_file() else {}
     except (ValueError, OSError):
-        return a
-    ran = _ran_steps(record) if isinstance(record, dict) else None
+        record = {}
+    record = record if isinstance(record, dict) else {}
+    a = dict(a)
+    ran = _ran_steps(record)
     if ran is not None and a.get("steps") != ran and b.get("steps") == ran:
+        a["steps"] = ran
         out._count(out.schema, SCHEMA_CHANGES["steps"])
-        return dict(a, steps=ran)
+    seeds = record.get("seeds")
+    seed = record.get("seed", seeds[0] if isinstance(seeds, list) and seeds else None)
+    if "seed" in b and "seed" not in a and seed is not None and seed == b["seed"]:
+        a["seed"] = seed                 # the run's seed, recorded in its metrics before
+        out._count(out.schema, SCHEMA_CHANGES["seed"])
+    for key in ("schema", "command", "options"):
+        if key in b and key not in a:
+            a[key] = b[key]
+            out._count(out.schema, SCHEMA_CHANGES["added"])
     return a
 
 

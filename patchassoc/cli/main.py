@@ -9,8 +9,10 @@ stderr). A command that writes into ``--out`` leaves ``provenance.json`` there
 
 A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It defines
 
-- ``NAME`` and ``HELP`` (strings), optionally ``DEFAULT_PRESET`` and ``WRITES_OUT = False``
-  (a command that writes nothing: its ``--out`` is neither created nor checked);
+- ``NAME`` and ``HELP`` (strings), optionally ``DEFAULT_PRESET``, ``WRITES_OUT = False``
+  (a command that writes nothing: its ``--out`` is neither created nor checked) and
+  ``RERUN = True`` (a command whose folder's ``config.json`` records its command and options,
+  :meth:`Context.run_record`: it takes ``--config FILE`` to re-run what FILE records);
 - ``add_arguments(parser)``: its own options (may be absent);
 - ``run(ctx) -> dict``: the work, given a :class:`Context`; returns the JSON-ready summary.
   It may define ``render(summary) -> str`` for the human-readable text (default: key: value).
@@ -83,6 +85,17 @@ class Context:
     args: argparse.Namespace
     overrides: dict = field(default_factory=dict)
     preset_name: str = "ref"
+    #: The command's own options that change its numbers (:func:`run_options`).
+    run_options: tuple = ()
+
+    def run_record(self, **resolved) -> dict:
+        """What a result folder's ``config.json`` records beside the configuration and the
+        seed, for ``--config`` to re-run it: the command, and its options that change the run
+        as they ran (``resolved``: the values the command resolved itself, such as a default
+        horizon or number of steps)."""
+        options = {dest: getattr(self.args, dest, None) for dest in self.run_options}
+        options.update(resolved)
+        return {"command": self.args.command, "options": options}
 
     def log(self, message: str) -> None:
         """A status line on stderr (silent with --quiet or --json)."""
@@ -129,6 +142,20 @@ def _shared_options() -> argparse.ArgumentParser:
     return shared
 
 
+#: Options that do not change what a command computes (where its results go, how it shows
+#: them, how many processes run it: the numbers do not depend on them), besides the shared ones.
+PRESENTATION = frozenset({"help", "no_figures", "animate", "config", "jobs", "dask",
+                          "dask_timeout"})
+_SHARED = frozenset({"preset", "overrides", "seed", "out", "json", "quiet"})
+
+
+def run_options(command_parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    """The destinations of a command's own options that change its numbers: every option of
+    its parser but the shared ones and :data:`PRESENTATION`."""
+    return tuple(a.dest for a in command_parser._actions
+                 if a.dest not in _SHARED and a.dest not in PRESENTATION)
+
+
 def _load_commands() -> dict[str, Any]:
     return {mod.NAME: mod for mod in COMMANDS}
 
@@ -146,13 +173,20 @@ def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, di
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     shared = _shared_options()
+    parser.command_parsers = {}
     for name, mod in commands.items():
         full = chosen is None or name == chosen
         describe = getattr(mod, "describe", None)
         p = sub.add_parser(name, help=mod.HELP, parents=[shared],
                            description=describe() if full and describe else mod.HELP)
+        if getattr(mod, "RERUN", False):
+            p.add_argument("--config", default=None, metavar="FILE",
+                           help="re-run what FILE records: a config.json written by this "
+                                "command (or the folder holding it); its configuration, seed "
+                                "and options, which the command line may not change")
         if full and hasattr(mod, "add_arguments"):
             mod.add_arguments(p)
+        parser.command_parsers[name] = p
     return parser, commands
 
 
@@ -160,6 +194,91 @@ def _resolve_config(args: argparse.Namespace, default_preset: str) -> tuple[Conf
     name = args.preset or default_preset
     overrides = dict(parse_override(text) for text in args.overrides)
     return preset(name, **overrides), overrides, name
+
+
+class _Unset:
+    """The default of every option when finding which ones the command line gave."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+def _given(chosen: str, argv: Sequence[str]) -> set[str]:
+    """The destinations of the options that ``argv`` gives (whatever their value: ``--seed 0``
+    is given), by parsing it again with every default unset."""
+    parser, _ = build_parser(chosen)
+    sub = parser.command_parsers[chosen]
+    unset = _Unset()
+    sub.set_defaults(**{a.dest: unset for a in sub._actions if a.dest != "overrides"})
+    args = parser.parse_args(argv)
+    given = {k for k, v in vars(args).items() if v is not unset and k != "overrides"}
+    return given | ({"overrides"} if args.overrides else set())
+
+
+def _option_words(sub: argparse.ArgumentParser, options: dict, path: Path) -> list[str]:
+    """The command-line words of the options a config.json records (read as if typed: the
+    same checks), for the options of ``sub``."""
+    actions = {a.dest: a for a in sub._actions if a.option_strings}
+    words: list[str] = []
+    for dest, value in options.items():
+        action = actions.get(dest)
+        if action is None or dest in _SHARED or dest in PRESENTATION:
+            raise UsageError(f"--config {path}: the option {dest!r} it records is not an "
+                             f"option of this command")
+        flag = action.option_strings[-1]
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            if not isinstance(value, bool):
+                raise UsageError(f"--config {path}: option {dest!r} must be true or false")
+            if value != action.default:
+                words.append(flag)
+        elif value is not None:
+            if isinstance(value, list):
+                text = ",".join(map(str, value))
+            elif isinstance(value, float):
+                text = repr(value)           # the shortest text that reads back to the same float
+            else:
+                text = str(value)
+            words += [flag, text]
+    return words
+
+
+def _rerun(parser, mod, args: argparse.Namespace, argv: Sequence[str]):
+    """(config, seed, args, path) of ``--config FILE``: the configuration, seed and options
+    FILE records, the options read as if given on the command line; refused (UsageError) when
+    the command line gives any option that would change the run, FILE is another command's or
+    records no command."""
+    from patchassoc.simulations.runtime.results import config_fields, read_json_object
+    path = Path(args.config)
+    if path.is_dir():
+        path = path / "config.json"
+    changing = sorted(_given(args.command, argv) & ({"preset", "overrides", "seed"}
+                                                     | set(run_options(
+                                                         parser.command_parsers[args.command]))))
+    if changing:
+        sub = parser.command_parsers[args.command]
+        flags = {a.dest: a.option_strings[-1] for a in sub._actions if a.option_strings}
+        names = ", ".join(flags.get(d, d) for d in changing)
+        raise UsageError(f"{names} cannot be given with --config, which re-runs what "
+                         f"{path} records (edit a copy of it, or run without --config)")
+    record = read_json_object(path, "a config.json")
+    if "command" not in record or "schema" not in record:
+        raise UsageError(f"--config {path} records no command (written before schema 1, or by "
+                         f"`reproduce`): re-run from a config.json that `train` or "
+                         f"`population` wrote")
+    if record["command"] != args.command:
+        raise UsageError(f"--config {path} was written by `{record['command']}`, not "
+                         f"`{args.command}`: run `patchassoc {record['command']} --config "
+                         f"{path}`")
+    options = record.get("options") or {}
+    if not isinstance(options, dict):
+        raise UsageError(f"--config {path}: 'options' must be a JSON object")
+    words = _option_words(parser.command_parsers[args.command], options, path)
+    args = parser.parse_args([*argv, *words])
+    seed = record.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UsageError(f"--config {path}: seed must be a non-negative integer, got {seed!r}")
+    args.seed = seed
+    return Config.from_dict(config_fields(record)), seed, args, path
 
 
 def _render(summary: dict) -> str:
@@ -280,8 +399,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return 2
         mod = commands[args.command]
-        config, overrides, preset_name = _resolve_config(
-            args, getattr(mod, "DEFAULT_PRESET", "ref"))
+        if getattr(args, "config", None) is not None:
+            config, _, args, path = _rerun(parser, mod, args, argv)
+            # every field is given: a command reads none from its own defaults
+            overrides, preset_name = config.to_dict(), str(path)
+        else:
+            config, overrides, preset_name = _resolve_config(
+                args, getattr(mod, "DEFAULT_PRESET", "ref"))
         out = Path(args.out if args.out is not None else DEFAULT_OUT / args.command)
         if getattr(mod, "WRITES_OUT", True):
             created = check_writable(out)
@@ -290,7 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             dask = args.dask = connect_dask(args.dask, getattr(args, "dask_timeout", None))
         ctx = Context(config=config, seed=args.seed, out=out,
                       progress=not args.quiet,
-                      json=args.json, args=args, overrides=overrides, preset_name=preset_name)
+                      json=args.json, args=args, overrides=overrides, preset_name=preset_name,
+                      run_options=run_options(parser.command_parsers[args.command]))
         summary = mod.run(ctx)
     except (ValueError, OSError, MemoryError) as exc:
         # bad input (UsageError, any ValueError), a file that cannot be read (CorruptFile), an

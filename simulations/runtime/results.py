@@ -34,7 +34,8 @@ from patchassoc.simulations.runtime.errors import CorruptFile
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
            "read_json_object", "stored_object", "write_arrays", "read_arrays", "save_folder", "load_folder",
            "to_jsonable", "json_ready", "NON_FINITE", "fingerprint", "MANIFEST", "RESULT_FILES",
-           "SCHEMA", "TIME_AXIS", "OLD_TIME_AXIS", "time_axis", "as_counts"]
+           "SCHEMA", "TIME_AXIS", "OLD_TIME_AXIS", "time_axis", "as_counts", "RUN_KEYS",
+           "config_record", "config_fields"]
 
 #: The version of the records this package writes: a folder's ``config.json`` and
 #: ``provenance.json``, and every command's ``--json`` output carry it as ``schema``. A record
@@ -155,6 +156,37 @@ def time_axis(record: Mapping, default: Any = None) -> Any:
     if TIME_AXIS in record:
         return record[TIME_AXIS]
     return record.get(OLD_TIME_AXIS, default)
+
+
+#: The keys of a result folder's ``config.json`` beside the configuration's fields: the records'
+#: schema, the run's seed and, for a folder a command can re-run from it (``train``,
+#: ``population``), the command and its options that change the run.
+RUN_KEYS = ("schema", "seed", "command", "options")
+
+
+def config_record(config: Mapping[str, Any], seed: int | None = None,
+                  run: Mapping[str, Any] | None = None) -> dict:
+    """What a result folder's ``config.json`` holds: the fields of the configuration that ran
+    (``config``, a :meth:`~patchassoc.theory.config.Config.to_dict`), ``schema``, the ``seed``
+    (when the run has one) and ``run``'s ``command`` and ``options`` (when a command wrote it:
+    what ``--config`` re-runs). The fields stay at the top level, as before schema 1."""
+    clash = sorted(set(config) & set(RUN_KEYS))
+    if clash:
+        raise ValueError(f"a configuration field may not be named {', '.join(clash)}")
+    record = dict(config, schema=SCHEMA)
+    if seed is not None:
+        record["seed"] = int(seed)
+    for key in ("command", "options"):
+        if run and key in run:
+            record[key] = to_jsonable(run[key])
+    return record
+
+
+def config_fields(record: Mapping[str, Any]) -> dict:
+    """The configuration's fields of a ``config.json`` (:func:`config_record`, or the fields
+    alone as written before schema 1): what :meth:`Config.from_dict
+    <patchassoc.theory.config.Config.from_dict>` reads."""
+    return {k: v for k, v in record.items() if k not in RUN_KEYS}
 
 
 def as_counts(values: np.ndarray | None) -> np.ndarray | None:

@@ -58,8 +58,8 @@ from patchassoc.theory.invariant import invariant_logits, project_invariant
 from patchassoc.theory.structure import Structure
 
 from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import (TIME_AXIS, load_folder, save_folder,
-                                                    time_axis)
+from patchassoc.simulations.runtime.results import (TIME_AXIS, config_fields, config_record,
+                                                    load_folder, save_folder, time_axis)
 from patchassoc.simulations.analysis import stats
 from patchassoc.simulations.engines.sampler import sample, unit_vector
 from patchassoc.simulations.engines.sampled_descent import gradient_descent
@@ -187,13 +187,16 @@ class ConvergenceResult:
                   for k in ("seeds", "Ns", "steps", "population", "distance")}
         if self.control is not None:
             arrays["control"] = self.control
-        return save_folder(folder, self.config.to_dict(), self.summary(), arrays)
+        first = int(self.seeds[0]) if self.seeds.size else None     # seeds first, first + 1, ...
+        return save_folder(folder, config_record(self.config.to_dict(), first), self.summary(),
+                           arrays)
 
     @classmethod
     def load(cls, folder: str | Path) -> "ConvergenceResult":
         config, metrics, arrays = load_folder(folder)
         control = metrics.get("control")
-        return cls(config=Config.from_dict(config), seeds=arrays["seeds"], Ns=arrays["Ns"],
+        return cls(config=Config.from_dict(config_fields(config)), seeds=arrays["seeds"],
+                   Ns=arrays["Ns"],
                    steps=time_axis(arrays), population=arrays["population"],
                    distance=arrays["distance"], slopes=metrics["slopes"],
                    control=arrays.get("control"),

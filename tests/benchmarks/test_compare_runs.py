@@ -199,9 +199,13 @@ def _result_folder(folder, *, old: bool):
     arrays = {("steps" if old else "t"): axis,
               "topc_rows": rows.astype(np.float64) if old else rows, "a": np.ones(3)}
     np.savez(folder / "arrays.npz", **arrays)
-    (folder / "config.json").write_text(json.dumps({"L": 4, "steps": 600 if old else 3000}))
+    (folder / "config.json").write_text(json.dumps(
+        {"L": 4, "steps": 600} if old else
+        {"L": 4, "steps": 3000, "schema": 1, "seed": 5, "command": "population",
+         "options": {"steps": 3000}}))
     (folder / "metrics.json").write_text(json.dumps({
-        "status": "ok", "steps": 3000, "config": {"L": 4, "steps": 600 if old else 3000},
+        "status": "ok", "steps": 3000, "seed": 5,
+        "config": {"L": 4, "steps": 600 if old else 3000},
         "curve": {("steps" if old else "t"): [0, 10, 3000],
                   "topc_rows": [0.0, 4.0, 16.0] if old else [0, 4, 16]}}))
     return folder
@@ -216,7 +220,10 @@ def test_records_before_schema_1_are_read_as_schema_1_writes_them(tmp_path, caps
     assert set(cmp.schema) == {"time axes named steps before schema 1 read as t",
                                "counts stored as floats before schema 1 read as integers",
                                "configurations that recorded the steps they were given, not "
-                               "those the run made, read with the run's steps"}
+                               "those the run made, read with the run's steps",
+                               "seeds in config.json, recorded in metrics.json before schema 1",
+                               "records added to config.json by schema 1 (schema, command, "
+                               "options)"}
     assert main([str(tmp_path / "old"), str(tmp_path / "new")]) == 0
     assert "read across the record changes of schema 1" in capsys.readouterr().out
 
@@ -229,7 +236,8 @@ def test_a_changed_number_behind_a_record_change_still_differs(tmp_path):
     meta = json.loads((old / "metrics.json").read_text())
     meta["curve"]["topc_rows"][2] = 15.5
     meta["status"] = "stopped"           # a run that did not make all its steps: not upgraded
+    meta["seed"] = 6                     # another seed than the one config.json now records
     (old / "metrics.json").write_text(json.dumps(meta))
     where = {d[1] for d in compare_folders(old, new).differences}
     assert {"t[2] (1 entries differ)", "topc_rows[2] (1 entries differ)", "curve.topc_rows[2]",
-            "steps", "config.steps"} <= where, where
+            "steps", "config.steps", "seed"} <= where, where

@@ -62,8 +62,9 @@ from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.runtime.errors import interrupted_by
 from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import (TIME_AXIS, as_counts, load_folder,
-                                                    save_folder, time_axis)
+from patchassoc.simulations.runtime.results import (TIME_AXIS, as_counts, config_fields,
+                                                    config_record, load_folder, save_folder,
+                                                    time_axis)
 from patchassoc.simulations.engines.sampler import streams, unit_vector
 from patchassoc.simulations.engines.start import initial_parameters, record_steps
 from patchassoc.simulations.engines.population.exact import (
@@ -379,19 +380,23 @@ class PopulationResult:
             "config": self.config.to_dict(),
         }
 
-    def save(self, folder: str | Path) -> Path:
+    def save(self, folder: str | Path, run: dict | None = None) -> Path:
+        """The result folder: ``config.json`` (the configuration that ran, the seed and, from a
+        command, ``run``'s command and options: :func:`~.results.config_record`),
+        ``metrics.json`` (the summary) and ``arrays.npz`` (the records, the sets)."""
         t = self.trajectory
         arrays = {TIME_AXIS if k == "steps" else k: getattr(t, k)
                   for k in PopulationTrajectory.ARRAYS if getattr(t, k) is not None}
         arrays["sets"] = self.structure.sets
         metrics = self.summary()
         metrics["structure_kind"] = self.structure.kind
-        return save_folder(folder, self.config.to_dict(), metrics, arrays)
+        return save_folder(folder, config_record(self.config.to_dict(), self.seed, run),
+                           metrics, arrays)
 
     @classmethod
     def load(cls, folder: str | Path) -> "PopulationResult":
         config, metrics, arrays = load_folder(folder)
-        cfg = Config.from_dict(config)
+        cfg = Config.from_dict(config_fields(config))
         # the time axis "t" ("steps" before schema 1); counts as integers (float64 before)
         arrays = dict(arrays, steps=time_axis(arrays),
                       topc_rows=as_counts(arrays.get("topc_rows")))
