@@ -152,8 +152,9 @@ _SHARED = frozenset({"preset", "overrides", "seed", "out", "json", "quiet"})
 def run_options(command_parser: argparse.ArgumentParser) -> tuple[str, ...]:
     """The destinations of a command's own options that change its numbers: every option of
     its parser but the shared ones and :data:`PRESENTATION`."""
-    return tuple(a.dest for a in command_parser._actions
-                 if a.dest not in _SHARED and a.dest not in PRESENTATION)
+    dests = (a.dest for a in command_parser._actions
+             if a.dest not in _SHARED and a.dest not in PRESENTATION)
+    return tuple(dict.fromkeys(dests))           # once each (an old name shares its dest)
 
 
 def _load_commands() -> dict[str, Any]:
@@ -218,7 +219,10 @@ def _given(chosen: str, argv: Sequence[str]) -> set[str]:
 def _option_words(sub: argparse.ArgumentParser, options: dict, path: Path) -> list[str]:
     """The command-line words of the options a config.json records (read as if typed: the
     same checks), for the options of ``sub``."""
-    actions = {a.dest: a for a in sub._actions if a.option_strings}
+    actions: dict[str, argparse.Action] = {}
+    for a in sub._actions:                # the first option of a dest: its name, not an alias
+        if a.option_strings:
+            actions.setdefault(a.dest, a)
     words: list[str] = []
     for dest, value in options.items():
         action = actions.get(dest)
@@ -256,7 +260,10 @@ def _rerun(parser, mod, args: argparse.Namespace, argv: Sequence[str]):
                                                          parser.command_parsers[args.command]))))
     if changing:
         sub = parser.command_parsers[args.command]
-        flags = {a.dest: a.option_strings[-1] for a in sub._actions if a.option_strings}
+        flags: dict[str, str] = {}
+        for a in sub._actions:
+            if a.option_strings:
+                flags.setdefault(a.dest, a.option_strings[-1])
         names = ", ".join(flags.get(d, d) for d in changing)
         raise UsageError(f"{names} cannot be given with --config, which re-runs what "
                          f"{path} records (edit a copy of it, or run without --config)")

@@ -75,7 +75,8 @@ def _version_of(name: str) -> str | None:
 
 
 def package_versions(*, imported_only: Sequence[str] = ()) -> dict[str, str]:
-    """Versions of patchassoc, Python, the platform and the packages of :data:`PACKAGES` that
+    """Versions of patchassoc, Python, the platform and the packages of
+    :data:`~patchassoc.simulations.runtime.provenance.PACKAGES` that
     are installed (a package already imported gives its ``__version__``, another its installed
     metadata: nothing is imported). Packages named in ``imported_only`` are listed only when
     this process imported them."""
