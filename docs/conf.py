@@ -25,10 +25,12 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.viewcode",
     "numpydoc",
-    "myst_parser",
+    "myst_nb",          # MyST Markdown (it loads myst_parser) and the executed tutorial
     "cli_help",
 ]
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# myst-nb reads every Markdown page: a page whose front matter declares a Jupyter kernel (the
+# tutorial, a MyST text notebook) is executed; the others are plain MyST.
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 root_doc = "index"
 # The API pages list each layer's root package; autosummary writes one page per module under it
 # (recursive, from the package tree: a new module needs no edit of the docs) into api/generated,
@@ -69,8 +71,22 @@ nitpick_ignore_regex = [
 ]
 
 # -- MyST -----------------------------------------------------------------------------------
+# $...$ and $$...$$ are mathematics (SPEC, exact_engine, the tutorial), rendered by MathJax.
 myst_enable_extensions = ["dollarmath"]
 myst_heading_anchors = 3
+
+# -- the tutorial, executed (myst-nb) ----------------------------------------------------------
+# docs/tutorial.md is a MyST text notebook (jupytext's md:myst format). Every build runs it in a
+# fresh Jupyter kernel, offline, and the page shows what its cells print and draw. A cell that
+# raises fails the build. It runs in a temporary folder (it writes patchassoc-out/ where it
+# runs, never into docs/). The timeout is per cell: the first cell that calls the exact engine
+# compiles its Numba kernels on a cold cache, which takes a minute or more on a loaded machine.
+nb_execution_mode = "force"
+nb_execution_in_temp = True
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 900
+nb_merge_streams = True
 
 # -- HTML -----------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"

@@ -3,12 +3,18 @@ and ``sphinx-build -W`` passes (so a malformed docstring or a broken cross-refer
 tests, and CI with them).
 
 The build needs the ``docs`` extra (``pip install -e '.[test,docs]'``, the README's test
-command); without Sphinx those tests skip and say so.
+command); without it those tests skip and say so, except where ``PATCHASSOC_REQUIRE_DOCS=1`` is
+set (CI, ``.ci/run``): there a missing docs extra fails them, so the build cannot be skipped
+unseen.
+
+The build executes the tutorial (myst-nb, docs/conf.py): the built page must show its outputs
+and its figures.
 """
 from __future__ import annotations
 
 import configparser
 import importlib
+import importlib.util
 import inspect
 import os
 import pkgutil
@@ -171,9 +177,73 @@ def test_a_drifted_docstring_is_noticed():
 
 
 # -- the Sphinx build ---------------------------------------------------------------------------
+#: The modules the build imports, each with the requirement of the ``docs`` extra that installs it.
+BUILD_MODULES = {"sphinx": "sphinx", "numpydoc": "numpydoc", "myst_parser": "myst-parser",
+                 "myst_nb": "myst-nb", "pydata_sphinx_theme": "pydata-sphinx-theme"}
+
+
+def requirement_groups() -> dict[str, set[str]]:
+    """The project names setup.cfg requires: ``runtime`` (install_requires) and each extra."""
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+
+    def names(text: str) -> set[str]:
+        return {re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower()
+                for line in text.split("\n") if line.strip()}
+    groups = {"runtime": names(cfg["options"]["install_requires"])}
+    groups.update({extra: names(text) for extra, text in cfg["options.extras_require"].items()})
+    return groups
+
+
+def docs_extra() -> set[str]:
+    """The project names the ``docs`` extra of setup.cfg requires."""
+    return requirement_groups()["docs"]
+
+
+def test_the_docs_extra_installs_what_the_build_imports():
+    assert set(BUILD_MODULES.values()) <= docs_extra(), docs_extra()
+
+
+def test_the_install_page_lists_what_setup_cfg_requires():
+    """docs/install.md's table of requirements is setup.cfg's, group for group."""
+    page = (DOCS / "install.md").read_text(encoding="utf-8")
+    table = {m.group(1): {n.strip() for n in m.group(2).split(",")}
+             for m in re.finditer(r"^\| `?([a-z]+)`? \| ([a-z0-9_, -]+) \|", page, flags=re.M)}
+    table.pop("group", None)
+    assert table == requirement_groups()
+
+
+def test_the_install_page_gives_the_readme_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = (DOCS / "install.md").read_text(encoding="utf-8")
+    for marker in ("<!-- main-command -->", "<!-- test-command -->"):
+        command = re.search(re.escape(marker) + r"\n```bash\n(.*?)\n```", readme, flags=re.S)
+        assert command, marker
+        assert f"```bash\n{command.group(1)}\n```" in page, marker
+
+
+def _require_docs_extra():
+    missing = [m for m in BUILD_MODULES if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    why = f"the docs extra is not installed ({', '.join(missing)}): pip install -e '.[test,docs]'"
+    if os.environ.get("PATCHASSOC_REQUIRE_DOCS") == "1":
+        pytest.fail(why + "; PATCHASSOC_REQUIRE_DOCS=1 says the build must run here")
+    pytest.skip(why)
+
+
+def test_a_missing_docs_extra_fails_where_the_build_is_required(monkeypatch):
+    monkeypatch.setitem(BUILD_MODULES, "no_such_sphinx_extension", "no-such-sphinx-extension")
+    monkeypatch.setenv("PATCHASSOC_REQUIRE_DOCS", "1")
+    with pytest.raises(pytest.fail.Exception, match="must run here"):
+        _require_docs_extra()
+    monkeypatch.delenv("PATCHASSOC_REQUIRE_DOCS")
+    with pytest.raises(pytest.skip.Exception, match="no_such_sphinx_extension"):
+        _require_docs_extra()
+
+
 def _sphinx(*args: str, cwd: Path = ROOT, pythonpath: Path | None = None):
-    for module in ("sphinx", "numpydoc", "myst_parser", "pydata_sphinx_theme"):
-        pytest.importorskip(module, reason="the docs extra: pip install -e '.[test,docs]'")
+    _require_docs_extra()
     env = {**os.environ, "MPLBACKEND": "Agg"}
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath),
@@ -204,6 +274,36 @@ def test_reference_builds_with_warnings_as_errors(tmp_path):
     public = (html / "api" / "public.html").read_text(encoding="utf-8")
     assert 'id="patchassoc.population_flow"' in public     # the docstrings are rendered
     assert "patchassoc reproduce" in (html / "cli.html").read_text(encoding="utf-8")
+    check_tutorial_page(html)
+    # these pages are in the table of contents (the theme's navigation bar is built from it)
+    index = (html / "index.html").read_text(encoding="utf-8")
+    for page in ("install", "tutorial", "SPEC", "exact_engine", "gallery", "performance",
+                 "changelog"):
+        assert f'class="nav-link nav-internal" href="{page}.html"' in index, page
+    # the mathematics is rendered (MyST dollarmath: MathJax spans, no $ left in the text)
+    for page in ("SPEC.html", "exact_engine.html", "tutorial.html"):
+        assert page_math(html / page) >= 20, page
+
+
+def page_math(path: Path) -> int:
+    """How many formulas (inline or display) a built page holds."""
+    return len(re.findall(r'class="math(?: notranslate nohighlight)?"', path.read_text(
+        encoding="utf-8")))
+
+
+def check_tutorial_page(html: Path) -> None:
+    """The built tutorial was executed: its cells' outputs and figures are on the page."""
+    from tests.test_tutorial import FIGURES, NEEDLES
+    page = (html / "tutorial.html").read_text(encoding="utf-8")
+    outputs = re.findall(r'<div class="cell_output[^"]*"', page)
+    assert len(outputs) >= 10, len(outputs)
+    for needle in NEEDLES:
+        assert needle in page, needle
+    assert "Traceback" not in page
+    figures = re.findall(r'<img [^>]*src="(_images/[^"]+\.png)"', page)
+    assert len(figures) == FIGURES, figures
+    for src in figures:
+        assert (html / src).stat().st_size > 10_000, src     # a drawn figure, not a stub
 
 
 @pytest.mark.parametrize("docstring, message", [

@@ -1,13 +1,18 @@
 """docs/tutorial.md cannot go stale, and neither can its notebook.
 
-The Markdown page is the source. ``docs/tutorial.ipynb`` is built from it by jupytext (the
-command is in the tutorial's introduction); a test checks that the committed notebook holds the
-page's cells, source for source, so the two cannot drift. The notebook is then executed by
-nbclient in a fresh Jupyter kernel, from a temporary working folder, cell after cell, as a reader
-running it top to bottom would; a failing cell is reported with its number and its first line.
+The Markdown page is the source, a MyST text notebook (jupytext's ``md:myst`` format, whose
+``{code-cell}`` blocks are the notebook's code cells). ``docs/tutorial.ipynb`` is built from it
+by jupytext (the command is in the tutorial's introduction); a test checks that the committed
+notebook holds the page's cells, source for source, so the two cannot drift. The notebook is
+then executed by nbclient in a fresh Jupyter kernel, from a temporary working folder, cell after
+cell, as a reader running it top to bottom would; a failing cell is reported with its number and
+its first line, and the figures it draws must come out as images under their cells.
 
-Every fenced block of the tutorial must be a ``python`` block: a block that is not run could go
-stale unseen.
+The documentation build executes the same page with myst-nb (docs/conf.py), and
+tests/test_docs.py checks the outputs and figures on the built page.
+
+Every fenced block of the tutorial must be a ``{code-cell}``: a plain ``python`` block would be
+shown but never run, and could go stale unseen.
 """
 from __future__ import annotations
 
@@ -24,6 +29,11 @@ FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 #: What the executed cells print (the topics the tutorial talks about, not its values: those
 #: are outputs).
 NEEDLES = ("refused:", "risk", "Bayes", "rows passing", "claim 1 [", "L1 proved=")
+#: The figures the tutorial draws inline: population dynamics, its attention maps, and the
+#: training curves of the sampled run.
+FIGURES = 3
+#: The opening of a code cell in jupytext's MyST format (what myst-nb executes).
+CODE_CELL = "{code-cell}"
 
 
 def blocks(text: str) -> list[tuple[int, str, str]]:
@@ -42,7 +52,7 @@ def cells(nb) -> list[tuple[str, str]]:
 
 def from_markdown():
     jupytext = pytest.importorskip("jupytext")
-    return jupytext.reads(TUTORIAL.read_text(), fmt="md")
+    return jupytext.reads(TUTORIAL.read_text(), fmt="md:myst")
 
 
 def test_fence_parser_finds_blocks_and_their_lines():
@@ -50,11 +60,28 @@ def test_fence_parser_finds_blocks_and_their_lines():
     assert blocks(text) == [(2, "python", "x = 1\n"), (6, "bash", "ls\n")]
 
 
-def test_every_block_is_python():
-    found = blocks(TUTORIAL.read_text())
+def test_every_block_is_a_code_cell():
+    text = TUTORIAL.read_text()
+    found = blocks(text)
     assert len(found) >= 10
-    other = [(line, lang) for line, lang, _ in found if lang != "python"]
+    other = [(line, lang) for line, lang, _ in found if lang != CODE_CELL]
     assert not other, f"fenced blocks that would not run (line, language): {other}"
+    # the front matter that makes myst-nb execute the page, and jupytext read it as MyST
+    front = text.split("---\n")[1]
+    assert "format_name: myst" in front and "name: python3" in front, front
+
+
+def test_images_are_counted_per_output():
+    """What the execution test below counts as a figure: an image output of a code cell."""
+    nb = {"cells": [
+        {"cell_type": "code", "outputs": [
+            {"output_type": "execute_result", "data": {"text/plain": "<Figure>",
+                                                       "image/png": "iVBOR"}},
+            {"output_type": "stream", "text": "x"}]},
+        {"cell_type": "code", "outputs": [
+            {"output_type": "execute_result", "data": {"text/plain": "<Figure size 640x480>"}}]},
+        {"cell_type": "markdown", "source": "![](a.png)"}]}
+    assert images(nb) == 1
 
 
 def test_notebook_holds_the_markdown_cells():
@@ -76,6 +103,12 @@ def test_cells_compare_sources_not_ids():
     assert cells(a) != cells(c)
 
 
+def images(nb) -> int:
+    """How many outputs of code cells are images (a figure shown under its cell)."""
+    return sum(any(k.startswith("image/") for k in o.get("data", {}))
+               for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []))
+
+
 def test_notebook_executes_in_a_kernel(tmp_path):
     nbclient = pytest.importorskip("nbclient")
     nbformat = pytest.importorskip("nbformat")
@@ -95,3 +128,5 @@ def test_notebook_executes_in_a_kernel(tmp_path):
                    for o in c.get("outputs", []) if o.get("output_type") == "stream")
     for needle in NEEDLES:
         assert needle in text, needle
+    # the figures are drawn as images under their cells, not as "<Figure size ...>" text
+    assert images(nb) == FIGURES, images(nb)
