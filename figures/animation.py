@@ -37,12 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import NullLocator
 
 from patchassoc.figures import attention_maps
 from patchassoc.figures.flow_dynamics import CRITERIA
 from patchassoc.figures.population_dynamics import shade_phases
-from patchassoc.figures.style import COLORS, new_figure, plot_association, plt
+from patchassoc.figures.style import COLORS, new_figure, plot_association, close, styled
 from patchassoc.simulations.runtime.results import atomic_write_bytes
 from patchassoc.theory.association import set_mate_share, topc_rows
 from patchassoc.theory.invariant import invariant_attention
@@ -215,6 +216,7 @@ def _markers(ax, frames: Frames) -> None:
             ax.axvline(rec["time"] + 1.0, ls=":", lw=1.0, color=color)
 
 
+@styled
 def plot_frame(frames: Frames, k: int):
     """Frame ``k``: the attention at ``frames.t[k]`` (sets contiguous), the association panel and
     the error panel up to that time; returns the figure."""
@@ -279,15 +281,17 @@ def plot_frame(frames: Frames, k: int):
     return fig
 
 
+@styled
 def render(frames: Frames) -> list[np.ndarray]:
     """Every frame as an RGB array (height x width x 3, uint8), all of one size."""
     out = []
     for k in range(len(frames.t)):
         fig = plot_frame(frames, k)
         fig.set_dpi(DPI)
-        fig.canvas.draw()
-        rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
-        plt.close(fig)
+        canvas = FigureCanvasAgg(fig)   # drawn with Agg whatever the backend
+        canvas.draw()
+        rgb = np.asarray(canvas.buffer_rgba())[..., :3].copy()
+        close(fig)
         out.append(rgb)
     return out
 
@@ -326,6 +330,7 @@ def _mp4(images: list[np.ndarray], path: Path, ffmpeg: str) -> Path:
     return path
 
 
+@styled
 def save(frames: Frames, folder: str | Path, name: str, *, mp4: bool | None = None
          ) -> list[Path]:
     """Write ``name``.gif (and ``name``.mp4 when ffmpeg exists, or as ``mp4`` says) into

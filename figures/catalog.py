@@ -4,7 +4,8 @@
 study's own command): it hands the study's :class:`~patchassoc.simulations.studies.study.Outcome` to
 the drawer registered under the study's name, which calls the figure modules. Studies never draw:
 the figures sit above them (``cli -> figures``), and every figure module reads a saved or returned
-result, never recomputes one.
+result, never recomputes one. Every drawer runs inside :func:`patchassoc.figures.style.style`:
+the project's rc settings hold while it draws and the caller's are back afterwards.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from patchassoc.figures import (animation, attention_maps, convergence, flow_dyn
                                 seeds_flow, seeds_horizon, solutions_lambda, training_curves,
                                 transfer, vit_attention, vit_shuffle)
 from patchassoc.figures import robustness_table
+from patchassoc.figures.style import style
 from patchassoc.simulations.runtime.results import read_json, write_json
 
 __all__ = ["DRAWERS", "draw", "ANIMATORS", "animate"]
@@ -144,7 +146,8 @@ def draw(study: str, outcome, folder) -> list[str]:
     in the order the report shows them), also listed under ``figures`` in the JSON file where
     the run saved its summary (``outcome.saved``). A study without figures draws nothing."""
     drawer = DRAWERS.get(study)
-    paths = [] if drawer is None else [str(p) for p in drawer(outcome, Path(folder))]
+    with style():   # the project's rc settings for this drawing only, restored after it
+        paths = [] if drawer is None else [str(p) for p in drawer(outcome, Path(folder))]
     if paths and outcome.saved is not None:
         saved = read_json(outcome.saved)
         saved["figures"] = paths
@@ -169,8 +172,9 @@ def animate(study: str, outcome, folder) -> list[str]:
     if study not in ANIMATORS:
         raise ValueError(f"--animate applies to {', '.join(sorted(ANIMATORS))}, not {study}")
     frames_of, stem = ANIMATORS[study]
-    paths = [str(p) for p in animation.save(frames_of(outcome.products["result"]),
-                                            Path(folder), stem)]
+    with style():
+        paths = [str(p) for p in animation.save(frames_of(outcome.products["result"]),
+                                                Path(folder), stem)]
     if outcome.saved is not None:
         saved = read_json(outcome.saved)
         saved["animations"] = paths

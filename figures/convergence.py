@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save"]
 
@@ -61,6 +61,7 @@ def _panel(ax, Ns, dist, slopes, names, title, components):
               title="fitted slope [bootstrap 95% CI over seeds]", title_fontsize=7)
 
 
+@styled
 def plot(result, axes=None):
     """Distances vs N (log-log), paper setting and (if present) the sigma = 0 control;
     returns the axes."""
@@ -89,6 +90,7 @@ def plot(result, axes=None):
     return axes
 
 
+@styled
 def save(result, folder: str | Path, name: str = "population_convergence") -> list[Path]:
     axes = plot(result)
     return save_figure(axes[0].figure, folder, name)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.figures.style import ATTENTION_CMAP, new_figure, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, new_figure, save_figure, styled
 
 __all__ = ["plot", "main"]
 
@@ -42,6 +42,7 @@ def _caption(score: dict) -> str:
             f"ARI {score['ari_top_c']:.2f}, test error {100 * score['test_error']:.1f} %")
 
 
+@styled
 def plot(summary: dict, control, structured, axes=None):
     """Draw the three panels; ``control``/``structured`` are TrainResults of the pair run."""
     if axes is None:
@@ -66,6 +67,7 @@ def plot(summary: dict, control, structured, axes=None):
     return axes
 
 
+@styled
 def main(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     """Load the pair saved by ``run_pair`` in ``folder`` and save gaussian_cnn.png/.pdf."""
     from patchassoc.simulations.studies.fig2_control import load_pair

@@ -34,7 +34,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from patchassoc.figures.style import ATTENTION_CMAP, new_figure, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "flow_time", "gd_steps"]
 
@@ -116,6 +116,7 @@ def _panel(ax, pts: list[dict], value, failed, norm, cmap, n_max: int, ref_key) 
     ax.tick_params(length=2, labelsize=7.5)
 
 
+@styled
 def plot(records: list[dict], summary: dict | None = None):
     """Draw the grid records (``run_grid(...)['cells'].values()``); returns the figure.
 
@@ -215,6 +216,7 @@ def _title(summary: dict | None) -> str:
     return title
 
 
+@styled
 def save(records: list[dict], folder: str | Path, summary: dict | None = None,
          name: str = "claim1_grid") -> list[Path]:
     """Write ``claim1_grid.png/.pdf`` into ``folder``."""

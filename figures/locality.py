@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from patchassoc.figures.attention_maps import pick_snapshots
-from patchassoc.figures.style import ATTENTION_CMAP, new_figure, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "default_queries"]
 
@@ -31,6 +31,7 @@ def default_queries(g: int) -> list[int]:
     return out
 
 
+@styled
 def plot(A, steps, structure, queries=None, count: int = 4, mass=None):
     """Attention rows A[i, :] on the grid for the ``queries`` at ``count`` recorded steps."""
     D, C = structure.D, structure.C
@@ -67,6 +68,7 @@ def plot(A, steps, structure, queries=None, count: int = 4, mass=None):
     return fig
 
 
+@styled
 def save(A, steps, structure, folder: str | Path, name: str = "locality", mass=None,
          queries=None) -> list[Path]:
     return save_figure(plot(A, steps, structure, queries=queries, mass=mass), folder, name)

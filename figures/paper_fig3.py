@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save"]
 
+@styled
 def plot(point: dict):
     """Draw the point of :func:`~patchassoc.simulations.studies.paper_settings.draw_point`; returns the figure."""
     s = np.asarray(point["s"], dtype=int)
@@ -63,6 +64,7 @@ def plot(point: dict):
     return fig
 
 
+@styled
 def save(point: dict, folder: str | Path, name: str = "paper_fig3") -> list[Path]:
     """Write ``name``.png/.pdf into ``folder``."""
     return save_figure(plot(point), folder, name)

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from patchassoc.simulations.analysis.formatting import percent
-from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis
+from patchassoc.figures.style import (ATTENTION_CMAP, COLORS, new_figure, save_figure, step_axis,
+                                      styled)
 from patchassoc.simulations.studies.paper_settings import COS_LEVEL, cosine, first_step
 
 __all__ = ["plot", "save"]
@@ -33,6 +34,7 @@ def _associated_mask(t, D: int, eps: float) -> np.ndarray:
     return (np.asarray(t.topc_rows) == D) & (np.asarray(t.share_min) >= 1.0 - eps)
 
 
+@styled
 def plot(result):
     """Four panels from a :class:`~patchassoc.simulations.engines.sampled_descent.TrainResult`; returns the figure."""
     from patchassoc.simulations.engines.sampled_descent import ASSOCIATION_EPS
@@ -72,15 +74,25 @@ def plot(result):
     ax.set_xscale("log")
     ax.set_ylim(0, max(0.12, float(np.nanmax(t.test_error[1:])) * 1.1 if t.steps.size > 1
                        else 0.12))
+    top = ax.get_ylim()[1]
+    off = [(name, float(e[0])) for name, e in (("test", t.test_error), ("train", t.train_error))
+           if t.steps.size and float(e[0]) > top]
+    if off:   # the start is above the zoomed axis: say so rather than let the line run off
+        text = ", ".join(f"{name} {percent(v)}" for name, v in off)
+        ax.text(0.03, 0.97, f"step {int(t.steps[0])} off scale: {text}", transform=ax.transAxes,
+                ha="left", va="top", fontsize=7,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1.5))
     ax.set_xlabel("gradient step")
+    ax.set_ylabel("zero-one error")
     ax.set_title(f"zero-one error (test: final {percent(s['test_error'])})")
     ax = axes[3]
     ax.plot(x, cos, color=COLORS["green"], label=r"cos$(v, w^*)$")
-    ax.axhline(COS_LEVEL, color="grey", ls=":", lw=0.8, label=f"{COS_LEVEL}")
+    ax.axhline(COS_LEVEL, color="grey", ls=":", lw=0.8, label=f"level {COS_LEVEL}")
     ax.set_xscale("log")
     ax.set_ylim(min(0.0, float(np.min(cos))), 1.02)
     ax.set_xlabel("gradient step")
-    ax.set_title(r"cos$(v, w^*)$")
+    ax.set_ylabel(r"cos$(v, w^*)$")
+    ax.set_title(r"alignment of the value vector, cos$(v, w^*)$")
     for ax in axes[2:]:
         if t_cos is not None:
             ax.axvline(max(t_cos, 0.5), color=COLORS["green"], ls="--", lw=0.8,
@@ -91,18 +103,28 @@ def plot(result):
         if t_assoc is not None:
             ax.axvline(max(t_assoc, 0.5), color=COLORS["purple"], ls="--", lw=0.8,
                        label=f"associated at eps = {ASSOCIATION_EPS:g} (step {t_assoc})")
-        ax.legend(fontsize=7, loc="center left")
+    # one legend per panel, below it: the error panel's lists the curves and the vertical lines
+    # (drawn in both panels), the cosine panel's its own curve and level
+    n_vlines = sum(v is not None for v in (t_cos, t_topc, t_assoc))
+    handles, labels = axes[3].get_legend_handles_labels()
+    k = len(handles) - n_vlines
+    axes[3].legend(handles[:k], labels[:k], fontsize=7, loc="upper center",
+                   bbox_to_anchor=(0.5, -0.2))
+    axes[2].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                   title="vertical lines: both panels", title_fontsize=7)
     verdict = ("" if s["associated"] is None else
                f"; final: Def. 2.2 in {s['topc_rows']}/{S.D} rows, share min "
                f"{s['share_min']:.2f}, {'associated' if s['associated'] else 'NOT associated'} "
                f"at eps = {ASSOCIATION_EPS:g}")
+    second = "\n" + verdict[2:] if verdict else ""   # the verdict on its own line
     fig.suptitle(f"Analogue of the paper's Fig. 4: d={cfg.d}, L={cfg.L}, C={cfg.C}, q={cfg.q:g}, "
                  f"N={cfg.n_train}, noise {cfg.noise}, diagonal {cfg.diagonal}, eta_v="
-                 f"{cfg.eta_v:g}, eta_Q={cfg.eta_Q:g}, seed {result.seed}{verdict}",
-                 fontsize=9, y=1.03)
+                 f"{cfg.eta_v:g}, eta_Q={cfg.eta_Q:g}, seed {result.seed}{second}",
+                 fontsize=9, y=1.06)
     return fig
 
 
+@styled
 def save(result, folder: str | Path, name: str = "paper_fig4") -> list[Path]:
     """Write ``name``.png/.pdf into ``folder``."""
     return save_figure(plot(result), folder, name)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "CELL_COLORS"]
 
@@ -57,6 +57,7 @@ def _times(row: dict, horizon: float):
     return ok, bad, cens, med
 
 
+@styled
 def plot(summary: dict, axes=None):
     """Draw the two panels from a robustness summary; returns the axes."""
     rows = summary["variants"]
@@ -104,7 +105,8 @@ def plot(summary: dict, axes=None):
     ax_t.set_ylim(-0.7, n - 0.3)
     ax_t.set_xlabel("time to error <= 1.3 x Bayes + bound along the flow (GD steps)")
     npts = summary.get("n_points")
-    ax_t.set_title(f"claim 1: the flow at each of {npts} points, read at t = {horizon:.0e}")
+    points = "point" if npts == 1 else "points"
+    ax_t.set_title(f"claim 1: the flow at each of {npts} {points}, read at t = {horizon:.0e}")
     ax_t.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.5 / n),
                 fontsize=7, ncol=3)
 
@@ -123,6 +125,7 @@ def plot(summary: dict, axes=None):
     ax_v.set_xticks(np.arange(len(cols)) + 0.5)
     ax_v.set_xticklabels(cols, fontsize=8)
     ax_v.xaxis.tick_top()
+    ax_v.tick_params(axis="x", length=0)     # column headings, not an axis
     ax_v.set_yticks([])
     ax_v.grid(False)
     for side in ("left", "bottom"):
@@ -139,6 +142,7 @@ def _rect(x, y, color, alpha):
     return Rectangle((x + 0.02, y - 0.45), 0.96, 0.9, facecolor=color, alpha=alpha, lw=0)
 
 
+@styled
 def save(summary: dict, folder: str | Path, name: str = "robustness_table") -> list[Path]:
     """Draw the robustness summary and save ``name``.png/.pdf into ``folder``."""
     axes = plot(summary)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save"]
 
@@ -30,6 +30,7 @@ def _scatter(ax, rows, key, scale=1.0):
                 color=COLORS["blue"], ms=4, alpha=0.8)
 
 
+@styled
 def plot(summary: dict):
     rows = summary["rows"]
     fig, axes = new_figure(2, 2, figsize=(10.0, 6.6), sharex=True)
@@ -77,6 +78,7 @@ def plot(summary: dict):
     return fig
 
 
+@styled
 def save(summary: dict, folder: str | Path) -> list[Path]:
     """Write sample_size.png / .pdf into ``folder``."""
     return save_figure(plot(summary), folder, "sample_size")

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from patchassoc.figures.flow_dynamics import CRITERIA
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save"]
 
@@ -32,6 +32,7 @@ def _times(ax, times: dict) -> None:
             ax.axvline(rec["time"] + 1.0, ls=":", lw=1.0, color=color)
 
 
+@styled
 def plot(result):
     """The four panels; returns the figure."""
     tr = result.trajectory
@@ -100,6 +101,7 @@ def plot(result):
     return fig
 
 
+@styled
 def save(result, folder: str | Path) -> list[Path]:
     """Write sampled_flow_dynamics.png / .pdf into ``folder``."""
     return save_figure(plot(result), folder, "sampled_flow_dynamics")

@@ -19,9 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.ticker import NullLocator, ScalarFormatter
 
-from patchassoc.figures.style import COLORS, new_figure, plt, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, sci, styled
 
 __all__ = ["plot", "save"]
 
@@ -32,16 +33,26 @@ _CRITERIA = (("def22", "Def. 2.2 in every row", COLORS["green"], "o"),
              ("all", "all three", COLORS["black"], "x"))
 
 
+def _fixed(v, digits: int = 2) -> str:
+    """``v`` with ``digits`` decimals; a value that rounds to zero is given in short scientific
+    notation instead (never "-0.00", which reads as a sign without a value)."""
+    v = float(v)
+    text = f"{v:.{digits}f}"
+    if v != 0 and float(text) == 0:
+        return sci(v)
+    return text.replace("-0." + "0" * digits, "0." + "0" * digits)
+
+
 def _fit_text(fit) -> str:
     if not fit:
         return "no fit"
     if fit.get("ci_low") is None:
-        return f"{fit['slope']:.2f} ({fit['n']} points)"
-    return f"{fit['slope']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]"
+        return f"{_fixed(fit['slope'])} ({fit['n']} points)"
+    return f"{_fixed(fit['slope'])} [{_fixed(fit['ci_low'])}, {_fixed(fit['ci_high'])}]"
 
 
 def _colors(n):
-    cmap = plt.get_cmap("viridis")
+    cmap = colormaps["viridis"]
     return [cmap(0.1 + 0.75 * i / max(1, n - 1)) for i in range(n)]
 
 
@@ -103,7 +114,7 @@ def _times(ax, fb):
                     ms=6, color=color, mfc="none" if crit == "all" else color,
                     label=label + (f": gamma {_fit_text(fit['gamma'])}" if fit.get("gamma")
                                    else "")
-                    + (f", beta {fit['beta']['slope']:.1f}" if fit.get("beta") else ""))
+                    + (f", beta {_fixed(fit['beta']['slope'], 1)}" if fit.get("beta") else ""))
         if cens:
             ax.plot([c[0] for c in cens], [c[1] for c in cens], ls="none", marker="^", ms=7,
                     mfc="none", color=color)
@@ -168,6 +179,7 @@ def _sweep(ax, b):
     ax.legend(fontsize=7.5, loc="upper left")
 
 
+@styled
 def plot(summary, axes=None):
     """The flows against t, the times to each criterion against d and the budget GD's phase
     times against D; returns the axes (2 x 2)."""
@@ -181,6 +193,7 @@ def plot(summary, axes=None):
     return axes
 
 
+@styled
 def save(summary, folder: str | Path, name: str = "scaling_dynamics") -> list[Path]:
     axes = plot(summary)
     return save_figure(axes[0][0].figure, folder, name)

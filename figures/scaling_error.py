@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 from patchassoc.simulations.studies.verdicts import CAUSES
 
 __all__ = ["plot", "save"]
@@ -64,6 +64,7 @@ def _rule(r):
     return {"log": "round(ln d)", "log2": "round(log2 d)"}.get(r, r)
 
 
+@styled
 def plot(summary, axes=None):
     """Errors, GD over Bayes and local exponents against d; returns the axes."""
     if axes is None:
@@ -109,12 +110,12 @@ def plot(summary, axes=None):
                  mfc=face, lw=1.0, label=label)
         if key == "flow":
             for d, v in pts:
-                axr.annotate(f"{v:.5f}", (d, v), textcoords="offset points", xytext=(0, -13),
-                             ha="center", fontsize=7, color=color)
+                axr.annotate(f"{v:.5f}", (d, v), textcoords="offset points", xytext=(7, -10),
+                             ha="left", fontsize=7, color=color)
         else:
             for d, v in pts:
-                axr.annotate(f"{v:.3g}", (d, v), textcoords="offset points", xytext=(-7, 3),
-                             ha="right", fontsize=7, color=color)
+                axr.annotate(f"{v:.3g}", (d, v), textcoords="offset points", xytext=(7, 3),
+                             ha="left", fontsize=7, color=color)
     axr.axhline(1.3, color=COLORS["black"], lw=0.8, ls="--")
     axr.text(0.98, 1.3, "1.3 x Bayes ", transform=axr.get_yaxis_transform(), fontsize=7,
              va="bottom", ha="right")
@@ -122,13 +123,16 @@ def plot(summary, axes=None):
     axr.set_yscale("log")
     lo, hi = axr.get_ylim()
     axr.set_ylim(min(lo, 0.8), max(hi, 2.0))
+    # y: labelled ticks at 1, 2, 5 x 10^k (and 0.8, 1.3 when in range), so the dashed
+    # 1.3 x Bayes and the points can be read off the axis
+    lo, hi = axr.get_ylim()
+    axr.yaxis.set_major_locator(FixedLocator(sorted(
+        v for v in [0.8, 1.3] + [m * 10.0 ** k for k in range(-1, 6) for m in (1, 2, 5)]
+        if lo <= v <= hi)))
     axr.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-    axr.yaxis.set_minor_formatter(NullFormatter())
-    xs = sorted({r["d"] for r in rows if _value(r.get("flow")) or _value(r.get("gd"))})
-    if xs:
-        axr.xaxis.set_minor_locator(NullLocator())
-        axr.set_xticks(xs)
-        axr.set_xticklabels([str(x) for x in xs])
+    axr.yaxis.set_minor_locator(NullLocator())
+    # x: the same log d axis as the panels beside it (the GD readings exist at a few d only)
+    axr.set_xlim(ax.get_xlim())
     axr.set_xlabel("patch dimension d")
     axr.set_ylabel("certified error / Bayes error")
     axr.set_title("GD's certified error over Bayes\nat the flow's horizon and within the "
@@ -154,6 +158,7 @@ def plot(summary, axes=None):
     return axes
 
 
+@styled
 def save(summary, folder: str | Path, name: str = "scaling_error") -> list[Path]:
     axes = plot(summary)
     return save_figure(axes[0].figure, folder, name)

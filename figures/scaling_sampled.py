@@ -14,11 +14,12 @@ from pathlib import Path
 
 from matplotlib.ticker import NullLocator
 
-from patchassoc.figures.style import PALETTE, new_figure, save_figure
+from patchassoc.figures.style import PALETTE, new_figure, save_figure, styled
 
 __all__ = ["plot", "save"]
 
 
+@styled
 def plot(summary, axes=None):
     """Associated fraction (left) and mean share_min (right) against N per d; returns the axes."""
     c = summary["c"]
@@ -57,6 +58,7 @@ def plot(summary, axes=None):
     return axes
 
 
+@styled
 def save(summary, folder: str | Path, name: str = "scaling_sampled") -> list[Path]:
     axes = plot(summary)
     return save_figure(axes[0].figure, folder, name)

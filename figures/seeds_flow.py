@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.figures.style import COLORS, PALETTE, new_figure, save_figure
+from patchassoc.figures.style import COLORS, PALETTE, new_figure, save_figure, styled
 from patchassoc.simulations.runtime.results import time_axis
 
 __all__ = ["plot", "save"]
@@ -33,6 +33,7 @@ def _h(ax, H=3000) -> None:
     ax.axvline(H + 1, color="black", lw=0.8, alpha=0.5, zorder=0)
 
 
+@styled
 def plot(summary: dict):
     """The four panels from a flows summary; returns the figure."""
     fig, axes = new_figure(2, 2, figsize=(10.5, 6.8), sharex=True)
@@ -92,6 +93,7 @@ def plot(summary: dict):
     return fig
 
 
+@styled
 def save(summary: dict, folder: str | Path) -> list[Path]:
     """Write seeds_flow.png / .pdf into ``folder``."""
     return save_figure(plot(summary), folder, "seeds_flow")

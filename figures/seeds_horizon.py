@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import NullFormatter, NullLocator
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure, step_axis
+from patchassoc.figures.style import COLORS, new_figure, save_figure, step_axis, styled
 
 __all__ = ["plot", "save", "SHARE_DECADES_SPAN"]
 
@@ -58,6 +58,7 @@ def _label_marks(ax, budget, H) -> None:
     top.tick_params(length=2, pad=1)
 
 
+@styled
 def plot(summary: dict, axes=None):
     """Draw the three panels from a seeds summary; returns the axes."""
     if axes is None:
@@ -180,6 +181,7 @@ def plot(summary: dict, axes=None):
     return axes
 
 
+@styled
 def save(summary: dict, folder: str | Path, name: str = "seeds_horizon") -> list[Path]:
     """Draw the seeds summary and save ``name``.png/.pdf into ``folder``."""
     axes = plot(summary)

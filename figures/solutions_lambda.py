@@ -23,7 +23,7 @@ import numpy as np
 from patchassoc.theory import solutions as th
 from patchassoc.theory.invariant import project_invariant
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "effective_lambda"]
 
@@ -39,6 +39,7 @@ def effective_lambda(A: np.ndarray, structure) -> float:
     return float(b - c)
 
 
+@styled
 def plot(result, axes=None):
     """Three panels (risk, error, within-set mass against lambda); returns the figure."""
     if axes is None:
@@ -55,9 +56,12 @@ def plot(result, axes=None):
         brute = np.array([m == "brute-force" for m in meth])
         mc = np.array([m == "monte-carlo" for m in meth])
         ls = "-" if name in th.INVARIANT else "--"
+        # identity attention has the error of uniform attention (the same closed form): drawn
+        # thick and underneath, so that both show where they coincide
+        lw, z = (3.0, 1.5) if name == "identity" else (1.4, 2)
         for ax, key in ((axes[0], "risk"), (axes[1], "error")):
             y = np.maximum(cur[key], _FLOOR)
-            ax.plot(lam, y, ls=ls, color=col, lw=1.4, label=th.LABELS[name])
+            ax.plot(lam, y, ls=ls, color=col, lw=lw, zorder=z, label=th.LABELS[name])
             ax.plot(lam[exact], y[exact], "o", color=col, ms=3.5)
             ax.plot(lam[brute], y[brute], "s", color=col, ms=3.5, mfc="none")
             if mc.any():
@@ -65,7 +69,8 @@ def plot(result, axes=None):
                 hi = np.maximum(cur[f"{key}_high"][mc], _FLOOR)
                 ax.errorbar(lam[mc], y[mc], yerr=[y[mc] - lo, hi - y[mc]], fmt="none",
                             ecolor=col, capsize=2)
-        axes[2].plot(lam, cur["share_min"], ls=ls, color=col, lw=1.4, label=th.LABELS[name])
+        axes[2].plot(lam, cur["share_min"], ls=ls, color=col, lw=lw, zorder=z,
+                     label=th.LABELS[name])
         top = np.asarray(cur["topc_rows"]) == cfg.D
         axes[2].plot(lam[top], cur["share_min"][top], "o", color=col, ms=4)
         axes[2].plot(lam[~top], cur["share_min"][~top], "o", color=col, ms=4, mfc="none")
@@ -91,6 +96,9 @@ def plot(result, axes=None):
                                 "filled: Def. 2.2 in every row")):
         ax.set_xlabel(r"scale $\lambda$ (Q = $\lambda \hat Q$)")
         ax.set_title(title)
+    axes[0].set_ylabel("population logistic risk")
+    axes[1].set_ylabel("population zero-one error")
+    axes[2].set_ylabel("set-mate share, worst row")
     axes[0].set_yscale("log")
     axes[1].set_yscale("log")
     axes[2].set_ylim(-0.02, 1.05)
@@ -106,6 +114,7 @@ def plot(result, axes=None):
     return fig
 
 
+@styled
 def save(result, folder: str | Path, name: str | None = None) -> list[Path]:
     """Write ``solutions_lambda_<label>.png/.pdf`` into ``folder``."""
     name = name or f"solutions_lambda_{result.label}"

@@ -1,22 +1,32 @@
-"""The shared figure style: non-interactive backend, colour-blind-safe palette, PNG + PDF output.
+"""The shared figure style: colour-blind-safe palette, PNG + PDF output, and the style context
+every figure is drawn in.
+
+Importing the figures changes nothing in the user's matplotlib: no backend is chosen (the
+command line picks a non-interactive one for itself) and no global ``rcParams`` is set. The
+project's own settings (:data:`RC`) apply only inside :func:`style` (a
+``matplotlib.rc_context``), which every drawing function enters through :func:`styled`;
+figures are :class:`matplotlib.figure.Figure` objects made without pyplot, so they never
+join pyplot's list of open figures, and :func:`save_figure` writes them with the Agg and PDF
+canvases whatever the backend.
 
 The palette is Okabe & Ito's (2008), safe for the common colour-vision deficiencies; sequential
 maps use ``viridis`` (attention weights) and ``cividis``.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 from pathlib import Path
 
 import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from patchassoc.simulations.runtime.results import atomic_write_bytes
 
-from patchassoc.simulations.runtime.results import atomic_write_bytes  # noqa: E402
-
-__all__ = ["PALETTE", "COLORS", "apply", "save_figure", "new_figure", "ATTENTION_CMAP", "plt",
-           "step_axis", "plot_association"]
+__all__ = ["PALETTE", "COLORS", "RC", "style", "styled", "save_figure", "new_figure",
+           "ATTENTION_CMAP", "step_axis", "plot_association", "close",
+           "plot_floored", "sci"]
 
 #: Okabe-Ito colours, in the order series are drawn.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -24,7 +34,8 @@ COLORS = dict(blue=PALETTE[0], vermillion=PALETTE[1], green=PALETTE[2], purple=P
               orange=PALETTE[4], sky=PALETTE[5], yellow=PALETTE[6], black=PALETTE[7])
 ATTENTION_CMAP = "viridis"
 
-_RC = {
+#: The project's rc settings, in force only inside :func:`style`.
+RC = {
     "figure.dpi": 110,
     "savefig.dpi": 150,
     "savefig.bbox": "tight",
@@ -41,30 +52,103 @@ _RC = {
     "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
     "image.cmap": ATTENTION_CMAP,
 }
+_RC = RC   # the name earlier versions used
 
 
-def apply() -> None:
-    """Install the shared rc settings (idempotent)."""
-    plt.rcParams.update(_RC)
+def style():
+    """The project's figure style as a context: ``with style(): ...`` draws with :data:`RC`
+    and restores every rc setting on leaving (the backend is never touched)."""
+    return matplotlib.rc_context(RC)
 
 
-def new_figure(*args, **kwargs):
-    """``plt.subplots`` under the shared style."""
-    apply()
-    return plt.subplots(*args, **kwargs)
+def styled(func):
+    """Decorator: run ``func`` (a function that draws or saves a figure) inside
+    :func:`style`. Every ``plot`` and ``save`` of the figure modules is wrapped in it, so a
+    figure looks the same from the command line, a script or a notebook, and the caller's
+    rcParams are as they were afterwards."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with style():
+            return func(*args, **kwargs)
+    return wrapper
 
 
+_SUBPLOTS_KW = ("sharex", "sharey", "squeeze", "width_ratios", "height_ratios", "subplot_kw",
+                "gridspec_kw")
+
+
+@styled
+def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
+    """A :class:`~matplotlib.figure.Figure` and its axes, like ``plt.subplots`` but without
+    pyplot (the figure is not registered with any backend or GUI) and under :func:`style`.
+    Returns ``(fig, axes)``."""
+    sub = {k: kwargs.pop(k) for k in _SUBPLOTS_KW if k in kwargs}
+    fig = Figure(**kwargs)
+    return fig, fig.subplots(nrows, ncols, **sub)
+
+
+@styled
 def save_figure(fig, folder: str | Path, name: str) -> list[Path]:
     """Write ``name``.png and ``name``.pdf into ``folder`` and close the figure."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ext in ("png", "pdf"):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=ext)
-        paths.append(atomic_write_bytes(folder / f"{name}.{ext}", buf.getvalue()))
-    plt.close(fig)
+    try:
+        for ext in ("png", "pdf"):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext)
+            paths.append(atomic_write_bytes(folder / f"{name}.{ext}", buf.getvalue()))
+    finally:
+        close(fig)
     return paths
+
+
+def close(fig) -> None:
+    """Close ``fig`` in pyplot when pyplot manages it (a figure the caller made there); a
+    figure of :func:`new_figure` belongs to no backend and needs nothing more."""
+    import sys
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None and getattr(fig.canvas, "manager", None) is not None:
+        pyplot.close(fig)
+
+
+def __getattr__(name):
+    # ``plt`` (pyplot) on demand, for callers that close figures with it; importing the
+    # figures does not import pyplot.
+    if name == "plt":
+        import matplotlib.pyplot as plt
+        return plt
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def plot_floored(ax, x, y, *, floor: float, color, label: str, what: str = "",
+                 max_marks: int = 40, floor_label: str | None = None, **line_kw) -> None:
+    """A positive quantity on a log y axis that can fall to (or below) ``floor``, where float64
+    can no longer resolve it (a difference of two equal numbers, 0 or a rounding-sized
+    negative). The values above ``floor`` are a line (broken where the value is not); those at
+    or below it are open downward triangles on the floor, labelled "below ``floor``" (or
+    ``floor_label``; thinned to ``max_marks`` along the axis), so that the floor never reads as
+    data."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    low = ~(y > floor)
+    ax.plot(x, np.where(low, np.nan, y), color=color, label=label, **line_kw)
+    if low.any():
+        k = np.flatnonzero(low)
+        k = k[::max(1, -(-k.size // max_marks))]
+        ax.plot(x[k], np.full(k.size, floor), ls="none", marker="v", ms=4, mfc="none",
+                mec=color, mew=0.9,
+                label=floor_label or f"{what or label} below {sci(floor)} (not resolved in "
+                                     f"float64)")
+
+
+def sci(v: float) -> str:
+    """``v`` in short scientific notation for a label: 1e-16, 2.5e+03 -> "2.5e3"."""
+    m, e = f"{v:.1e}".split("e")
+    m = m.rstrip("0").rstrip(".")
+    return f"{m}e{int(e)}"
 
 
 def step_axis(steps):
@@ -77,7 +161,7 @@ def step_axis(steps):
 
 
 def plot_association(ax, x, *, D: int, C: int, eps: float, share_mean, topc_rows, mass_mean,
-                     share_min=None) -> None:
+                     share_min=None, legend: bool = True) -> None:
     """The association panel of the training and population figures (SPEC section 3): the
     set-mate share (mean and min; one curve when every row has the same share, as for
     invariant attention), the fraction of rows passing Def. 2.2, the within-set mass as a faint
@@ -103,4 +187,5 @@ def plot_association(ax, x, *, D: int, C: int, eps: float, share_mean, topc_rows
     ax.set_xscale("log")
     ax.set_xlabel("gradient step")
     ax.set_title("patch association (paper Def. 2.2, share)")
-    ax.legend(loc="center left", fontsize=7)
+    if legend:
+        ax.legend(loc="center left", fontsize=7)

@@ -12,42 +12,52 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from patchassoc.simulations.engines.sampled_descent import ASSOCIATION_EPS
 
-from patchassoc.figures.style import COLORS, new_figure, plot_association, save_figure, step_axis
+from patchassoc.figures.style import (COLORS, new_figure, plot_association, plot_floored,
+                                      save_figure, sci, step_axis, styled)
 
 __all__ = ["plot", "save"]
 
 
+@styled
 def plot(result, axes=None):
     """Three panels from a :class:`patchassoc.simulations.engines.sampled_descent.TrainResult`; returns the figure."""
     t = result.trajectory
     cfg = result.config
     if axes is None:
-        fig, axes = new_figure(1, 3, figsize=(11.5, 3.2))
+        fig, axes = new_figure(1, 3, figsize=(11.5, 4.3), layout="constrained")
     else:
         fig = axes[0].figure
     x = step_axis(t.steps)
     ax = axes[0]
     ax.plot(x, t.train_loss, color=COLORS["black"], label="train loss")
-    ax.plot(x, np.maximum(t.train_error, 1e-5), color=COLORS["blue"], label="train error")
-    ax.plot(x, np.maximum(t.test_error, 1e-5), color=COLORS["vermillion"], label="test error")
+    # a zero-one error of 0 (no sample misclassified) has no place on a log axis: drawn as
+    # open triangles at the axis bottom, half the smallest non-zero error 1/n, not as a line
+    n = max(int(cfg.n_train), int(getattr(cfg, "n_test", 0) or 0), 1)
+    floor = 0.5 / n
+    for err, color, name in ((t.train_error, COLORS["blue"], "train error"),
+                             (t.test_error, COLORS["vermillion"], "test error")):
+        plot_floored(ax, x, err, floor=floor, color=color, label=name,
+                     floor_label=f"{name} = 0 (drawn at {sci(floor)})")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("gradient step")
+    ax.set_ylabel("logistic loss; zero-one error")
     ax.set_title("loss and zero-one errors")
-    ax.legend()
     ax = axes[1]
     ax.plot(x, t.alpha, color=COLORS["blue"], label=r"$\alpha = \langle v, w^*\rangle$")
     ax.plot(x, t.v_perp_norm, color=COLORS["orange"], label=r"$\|v_\perp\|$")
     ax.set_xscale("log")
     ax.set_xlabel("gradient step")
+    ax.set_ylabel(r"$\alpha$; $\|v_\perp\|$")
     ax.set_title("value vector v")
-    ax.legend()
     plot_association(axes[2], x, D=cfg.D, C=cfg.C, eps=ASSOCIATION_EPS, share_mean=t.share_mean,
-                     share_min=t.share_min, topc_rows=t.topc_rows, mass_mean=t.mass_mean)
+                     share_min=t.share_min, topc_rows=t.topc_rows, mass_mean=t.mass_mean,
+                     legend=False)
+    axes[2].set_ylabel("share; fraction of rows")
+    for ax in axes:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7)
     s = result.summary()
     verdict = ("" if s["associated"] is None else
                f": {s['topc_rows']}/{cfg.D} rows pass Def. 2.2, share min {s['share_min']:.2f}, "
@@ -56,9 +66,9 @@ def plot(result, axes=None):
     fig.suptitle(f"Sampled-data gradient descent: d={cfg.d}, L={cfg.L}, C={cfg.C}, "
                  f"N={cfg.n_train}, {cfg.param}, diagonal {cfg.diagonal}, seed {result.seed}"
                  f"{verdict}", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
+@styled
 def save(result, folder: str | Path, name: str = "training_curves") -> list[Path]:
     return save_figure(plot(result), folder, name)

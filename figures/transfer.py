@@ -21,11 +21,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from patchassoc.simulations.runtime.results import read_json
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "plot_ratio", "plot_curves", "save", "main", "LABELS", "NAME"]
 
@@ -47,6 +47,7 @@ _MARKERS = {"pretrained": "o", "identity": "v", "uniform": "s", "initial": "D", 
             "joint": "P"}
 
 
+@styled
 def plot_ratio(summary: dict, ax):
     """Ratio against eps with its band, lower bounds marked, per-upstream ratios, thresholds."""
     rows = summary["by_eps"]
@@ -55,34 +56,53 @@ def plot_ratio(summary: dict, ax):
     lo = np.array([r["ratio_ci"][0] for r in rows], dtype=float)
     hi = np.array([r["ratio_ci"][1] for r in rows], dtype=float)
     bound = np.array([bool(r["ratio_is_lower_bound"]) for r in rows])
-    floor = 0.5   # a ratio of 0 (pretrained never reaches eps) is drawn at the axis bottom
-    show = lambda x: np.maximum(x, floor)  # noqa: E731
+    # A ratio of 0 (the pretrained curve never reaches eps) has no place on the log axis: it is
+    # drawn as a cross on the axis bottom (outside the data range), the line is broken there,
+    # and a CI whose lower end is 0 runs off the bottom of the axis.
+    positive = np.concatenate([v[v > 0] for v in (ratio, lo, hi)]
+                              + [np.asarray(r.get("per_upstream_ratio", []), dtype=float)
+                                 for r in rows])
+    positive = positive[np.isfinite(positive) & (positive > 0)]
+    thr = summary.get("claim5", {}).get("threshold", {})
+    levels = [thr.get("ratio", 4.0), thr.get("ratio_ci_low", 2.0)]
+    bottom = 0.7 * min([*positive.tolist(), *levels, 1.0])
+    top = 1.25 * max([*positive.tolist(), *levels, 1.0])
+    off = bottom * 0.5                    # below the axis: where a ratio or CI end of 0 goes
+    show = lambda x: np.where(x > 0, x, off)  # noqa: E731
     blue = _COLORS["pretrained"]
     ax.fill_between(eps, show(lo), show(hi), color=blue, alpha=0.2, lw=0,
-                    label="hierarchical bootstrap 95% CI")
-    ax.plot(eps, show(ratio), color=blue, lw=1.6)
+                    label="hierarchical bootstrap 95% CI (to the bottom edge: CI down to 0)")
     zero = ratio == 0.0
+    ax.plot(eps, np.where(zero, np.nan, ratio), color=blue, lw=1.6)
     measured = ~bound & ~zero
-    ax.plot(eps[measured], show(ratio[measured]), "o", color=blue, ms=5, label="ratio")
+    ax.plot(eps[measured], ratio[measured], "o", color=blue, ms=5, label="ratio")
     if zero.any():
-        ax.plot(eps[zero], show(ratio[zero]), "X", color=COLORS["vermillion"], ms=8,
-                label=r"ratio 0: the pretrained curve never reaches $\varepsilon$")
+        ax.plot(eps[zero], np.zeros(int(zero.sum())), "X", color=COLORS["vermillion"], ms=8,
+                transform=ax.get_xaxis_transform(), clip_on=False, zorder=5,
+                label=r"ratio 0 (on the axis): the pretrained curve never reaches $\varepsilon$")
     bound &= ~zero
     if bound.any():
-        ax.plot(eps[bound], show(ratio[bound]), "^", color=blue, ms=7, mfc="white",
+        ax.plot(eps[bound], ratio[bound], "^", color=blue, ms=7, mfc="white",
                 label=r"lower bound (baselines censored at $N_{max}$)")
     for k, r in enumerate(rows):
         per = np.asarray(r.get("per_upstream_ratio", []), dtype=float)
         if per.size:
-            ax.plot(np.full(per.size, eps[k]) + np.linspace(-0.12, 0.12, per.size), show(per),
-                    ".", color="grey", ms=3, label="single upstream seeds" if k == 0 else None)
-    thr = summary.get("claim5", {}).get("threshold", {})
-    ax.axhline(thr.get("ratio", 4.0), color=COLORS["black"], ls="--", lw=0.9,
-               label=f"ratio threshold {thr.get('ratio', 4.0):g}")
-    ax.axhline(thr.get("ratio_ci_low", 2.0), color=COLORS["vermillion"], ls=":", lw=1.0,
-               label=f"CI lower-end threshold {thr.get('ratio_ci_low', 2.0):g}")
+            xk = np.full(per.size, eps[k]) + np.linspace(-0.12, 0.12, per.size)
+            ax.plot(xk[per > 0], per[per > 0], ".", color="grey", ms=3,
+                    label="single upstream seeds" if k == 0 else None)
+            if (per == 0).any():            # a seed's ratio of 0: on the axis, like the cross
+                ax.plot(xk[per == 0], np.zeros(int((per == 0).sum())), ".", color="grey",
+                        ms=3, transform=ax.get_xaxis_transform(), clip_on=False)
+    ax.axhline(levels[0], color=COLORS["black"], ls="--", lw=0.9,
+               label=f"ratio threshold {levels[0]:g}")
+    ax.axhline(levels[1], color=COLORS["vermillion"], ls=":", lw=1.0,
+               label=f"CI lower-end threshold {levels[1]:g}")
     ax.set_yscale("log")
-    ax.set_ylim(bottom=floor * 0.9)
+    ax.set_ylim(bottom, top)
+    # labelled ticks at 1, 2, 5 x 10^k (the thresholds 2 and 4 included), so levels can be read
+    ax.yaxis.set_major_locator(FixedLocator(sorted(
+        {v for v in [m * 10.0 ** k for k in range(-3, 4) for m in (1, 2, 5)] + levels
+         if bottom <= v <= top})))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(r"target test error $\varepsilon$ (%)")
@@ -94,10 +114,11 @@ def plot_ratio(summary: dict, ax):
                "preview": "preview, not a verdict"}.get(status, "")
     ax.set_title(f"Sample-efficiency ratio ({summary['n_upstream']} upstream x "
                  f"{summary['n_downstream']} downstream seeds): {verdict}", fontsize=9)
-    ax.legend(loc="best", fontsize=7)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=7, ncol=2)
     return ax
 
 
+@styled
 def plot_curves(summary: dict, ax):
     """Mean test error against N for every method, bands, and the eps range."""
     methods = summary["methods"]
@@ -131,6 +152,7 @@ def plot_curves(summary: dict, ax):
     return ax
 
 
+@styled
 def plot(summary: dict, axes=None):
     """Draw both panels from the summary dict; returns the two axes."""
     if axes is None:
@@ -140,12 +162,14 @@ def plot(summary: dict, axes=None):
     return axes
 
 
+@styled
 def save(summary: dict, folder: str | Path) -> list[Path]:
     """Write transfer.png and transfer.pdf into ``folder``."""
     axes = plot(summary)
     return save_figure(axes[0].figure, folder, NAME)
 
 
+@styled
 def main(argv=None) -> int:
     """``python -m patchassoc.figures.transfer FOLDER``: redraw from FOLDER/transfer.json."""
     argv = sys.argv[1:] if argv is None else argv

@@ -4,7 +4,9 @@ Top row: the positional-attention ViT's learned attention (the same for every im
 query patches (outlined), averaged over the heads of one layer. Bottom row: the standard ViT's
 attention for the same queries, averaged over the heads and over the test images. When the
 patches were permuted (the control), the maps are drawn back at the patches' true grid
-positions, so a model that learned spatial structure still shows local blobs.
+positions, so a model that learned spatial structure still shows local blobs. Every map is
+drawn on one colour scale, diverging at the uniform level 1/D (white): the rows compare two
+models, and attention near uniform would otherwise be one flat colour.
 
 Reads a saved :class:`~patchassoc.simulations.engines.vit.comparison.ViTResult`; never recomputes.
 
@@ -18,15 +20,19 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
 
 from patchassoc.simulations.engines.vit.comparison import REFERENCE, ViTResult
 
-from patchassoc.figures.style import ATTENTION_CMAP, COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "default_queries", "query_maps", "NAME"]
 
 NAME = "vit_attention"
+
+#: Diverging map (colour-blind safe) centred on uniform attention.
+_DIVERGING = "PuOr_r"
 
 _LABELS = {"positional": "positional ViT", "logits": "positional ViT\n(free logits)",
            "content": "standard ViT\n(mean over images)"}
@@ -54,6 +60,7 @@ def query_maps(result: ViTResult, kind: str, queries: Sequence[int], layer: int 
     return np.stack([A[q].reshape(gh, gw) for q in queries])
 
 
+@styled
 def plot(result: ViTResult, ax=None, *, queries: Sequence[int] | None = None, layer: int = 0,
          seed_index: int = 0):
     """Draw the attention maps; ``ax`` is a (rows, len(queries)) array of axes or None.
@@ -77,15 +84,23 @@ def plot(result: ViTResult, ax=None, *, queries: Sequence[int] | None = None, la
         ax = np.asarray(ax).reshape(len(kinds), len(queries))
         fig = ax[0, 0].figure
     gh, gw = grid
+    # one colour scale for every row (the rows compare two models), diverging at the uniform
+    # level 1/D: above uniform warm, below it cool, so that small departures from uniform show
+    maps_of = {kind: query_maps(result, kind, queries, layer, seed_index) for kind in kinds}
+    uniform = 1.0 / (gh * gw)
+    lo = min(float(v.min()) for v in maps_of.values())
+    hi = max(float(v.max()) for v in maps_of.values())
+    lo, hi = min(lo, uniform * (1 - 1e-6)), max(hi, uniform * (1 + 1e-6))
+    norm = TwoSlopeNorm(vcenter=uniform, vmin=lo, vmax=hi)
+    im = None
     for row, kind in enumerate(kinds):
-        maps = query_maps(result, kind, queries, layer, seed_index)
-        vmax = float(maps.max())
+        maps = maps_of[kind]
         for col, q in enumerate(queries):
             a = ax[row, col]
-            im = a.imshow(maps[col], cmap=ATTENTION_CMAP, vmin=0.0, vmax=vmax)
+            im = a.imshow(maps[col], cmap=_DIVERGING, norm=norm)
             r, c = divmod(q, gw)
             a.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, lw=2.0,
-                                  ec=COLORS["vermillion"]))
+                                  ec=COLORS["black"]))
             a.set_xticks([])
             a.set_yticks([])
             a.grid(False)
@@ -95,8 +110,10 @@ def plot(result: ViTResult, ax=None, *, queries: Sequence[int] | None = None, la
                 a.set_title(f"query patch ({r}, {c})")
             if col == 0:
                 a.set_ylabel(_LABELS.get(kind, kind))
-        bar = fig.colorbar(im, ax=list(ax[row]), shrink=0.8, label="attention")
-        bar.ax.axhline(1.0 / (gh * gw), color=COLORS["vermillion"], lw=1.0)  # uniform level
+    bar = fig.colorbar(im, ax=list(ax.ravel()), shrink=0.8,
+                       label=f"attention weight (one scale for every map;\n"
+                             f"white = uniform 1/{gh * gw} = {uniform:.4f})")
+    bar.ax.axhline(uniform, color=COLORS["black"], lw=1.0)
     m = result.meta
     note = "\npatches permuted for training, drawn at their true positions" if m.get(
         "permuted") else ""
@@ -105,11 +122,13 @@ def plot(result: ViTResult, ax=None, *, queries: Sequence[int] | None = None, la
     return fig
 
 
+@styled
 def save(result: ViTResult, folder: str | Path, **kwargs) -> list[Path]:
     """Write ``vit_attention.png`` and ``.pdf`` into ``folder``."""
     return save_figure(plot(result, **kwargs), folder, NAME)
 
 
+@styled
 def main(folder: str | Path = "patchassoc-out/vit") -> list[Path]:
     """Redraw the figure of a saved result folder."""
     return save(ViTResult.load(folder), folder)

@@ -24,13 +24,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.transforms import offset_copy
 
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult
 from patchassoc.simulations.analysis.stats import mean_interval
 from patchassoc.simulations.engines.vit.locality_stats import locality_z, undo_permutation
 
-from patchassoc.figures.style import ATTENTION_CMAP, COLORS, apply, plt, save_figure
+from patchassoc.figures.style import ATTENTION_CMAP, COLORS, save_figure, styled
 
 __all__ = ["plot", "save", "NAME", "panel_maps", "default_query"]
 
@@ -65,19 +67,33 @@ def panel_maps(result: ShuffleResult, source: str, query: int, seed_index: int =
     return (M0[query].reshape(gh, gw), Mf[query].reshape(gh, gw), Mu[query].reshape(gh, gw))
 
 
+#: colour-bar label of each map source (each row has its own scale: different quantities)
+_BAR_LABELS = {"attention": "attention weight", "pos_content": "cosine similarity"}
+
+
 def _accuracy_panel(ax, result: ShuffleResult) -> None:
 
     blocks = sorted(result.blocks)
     x = np.log2(blocks)
     side = int(max(result.meta["image_shape"][:2]))
-    for m in result.meta["models"]:
+    models = list(result.meta["models"])
+    for k, m in enumerate(models):
         mine = sorted(result.blocks_of(m))
+        # the models side by side at each B (shifted by a few points on the page, the data
+        # keep their B), so that their error bars do not hide one another
+        dodge = offset_copy(ax.transData, fig=ax.figure,
+                            x=6.0 * (k - (len(models) - 1) / 2), y=0.0, units="points")
         acc = np.array([result.accuracy_of(m, b) for b in mine])  # blocks x seeds
         cis = [mean_interval(row) for row in acc]
         mean = np.array([c["mean"] for c in cis])
         half = np.array([0.0 if c["n"] < 2 else c["half_width"] for c in cis])
         ax.errorbar(np.log2(mine), 100 * mean, yerr=100 * half, marker="o", capsize=3,
+                    transform=dodge,
                     color=_COLORS.get(m), label=_LABELS.get(m, m))
+        for ends in (mean - half, mean + half):   # the shifted artists do not autoscale
+            ax.update_datalim(np.column_stack([np.log2(mine), 100 * ends]))
+    ax.margins(x=0.08)
+    ax.autoscale_view()
     ax.set_xticks(x)
     ax.set_xticklabels([f"{b}\n(none)" if b == side else str(b) for b in blocks])
     ax.set_xlabel("shuffle block size B (pixels)")
@@ -85,12 +101,12 @@ def _accuracy_panel(ax, result: ShuffleResult) -> None:
     lo, hi = ax.get_ylim()
     ax.set_ylim(max(lo, 0.0), min(hi, 100.0))
     ax.set_title(f"accuracy, {len(result.meta['seeds'])} seeds (95 % CI)")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(models))
 
 
+@styled
 def plot(result: ShuffleResult, *, query: int | None = None, seed_index: int = 0):
     """Draw the figure; returns it."""
-    apply()
     grid = result.grid
     gh, gw = grid
     query = default_query(grid) if query is None else int(query)
@@ -98,7 +114,7 @@ def plot(result: ShuffleResult, *, query: int | None = None, seed_index: int = 0
         raise ValueError(f"query must lie in 0..{gh * gw - 1}, got {query}")
     sources = [s for s in ("attention", "pos_content") if s in result.map_sources()]
     coarse, fine = max(result.vit_blocks), min(result.vit_blocks)
-    fig = plt.figure(figsize=(11.5, 4.6), constrained_layout=True)
+    fig = Figure(figsize=(11.5, 4.6), layout="constrained")
     left, right = fig.subfigures(1, 2, width_ratios=[1.0, 1.45])
     _accuracy_panel(left.subplots(), result)
     if sources:
@@ -129,7 +145,8 @@ def plot(result: ShuffleResult, *, query: int | None = None, seed_index: int = 0
                             fontsize="small")
                 if col == 0:
                     a.set_ylabel(_ROWS.get(src, src))
-            right.colorbar(im, ax=list(axes[row]), shrink=0.85)
+            right.colorbar(im, ax=list(axes[row]), shrink=0.85,
+                           label=_BAR_LABELS.get(src, src) + "\n(query left blank)")
         right.suptitle(f"learned positional similarity of query patch ({qr}, {qc}) "
                        f"(outlined), seed {result.meta['seeds'][seed_index]}", fontsize="medium")
     m = result.meta
@@ -143,11 +160,13 @@ def _z_token_order(result: ShuffleResult, source: str, block: int) -> float:
     return locality_z(result.maps(source, block), result.grid, None)["z"]
 
 
+@styled
 def save(result: ShuffleResult, folder: str | Path, **kwargs) -> list[Path]:
     """Write ``vit_shuffle.png`` and ``.pdf`` into ``folder``."""
     return save_figure(plot(result, **kwargs), folder, NAME)
 
 
+@styled
 def main(folder: str | Path = "patchassoc-out/vit") -> list[Path]:
     """Redraw the figure of a saved result folder (the experiment is in its ``shuffle/``)."""
     folder = Path(folder)

@@ -416,6 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = Path(args.out if args.out is not None else DEFAULT_OUT / args.command)
         if getattr(mod, "WRITES_OUT", True):
             created = check_writable(out)
+            if "matplotlib.pyplot" not in sys.modules:  # its own process: figures go to files
+                import matplotlib
+                matplotlib.use("Agg")  # (a caller's pyplot, in process, is left as it is)
         if getattr(args, "dask", None) is not None:
             from patchassoc.simulations.runtime.executor import connect_dask
             dask = args.dask = connect_dask(args.dask, getattr(args, "dask_timeout", None))
