@@ -21,6 +21,11 @@ them gives every kernel a new key, and the kernels are compiled anew. The key is
 
 The activation's functions (:data:`patchassoc.theory.activation.JITABLE`) are registered with
 Numba here (``register_jitable``), so that the theory layer imports no Numba.
+
+:func:`borrowed` gives a view of an array that holds no reference to its memory, so Numba
+updates no reference count for it: the sampled kernels' chunks pass their shared arrays so
+(no count updated by every thread at every helper call), and the exact engine's search passes
+its arrays so to the steps inlined at the rate of the nodes. A view changes no value.
 """
 from __future__ import annotations
 
@@ -28,13 +33,15 @@ import hashlib
 import os
 
 import numba
+from numba import errors, types
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
-from numba.extending import register_jitable
+from numba.extending import intrinsic, register_jitable
+from numba.np.arrayobj import populate_array
 
 from patchassoc.theory import activation as _activation
 
-__all__ = ["jit", "pjit", "inline_jit", "prange", "N_CHUNKS", "SHARED_SOURCES",
+__all__ = ["jit", "pjit", "inline_jit", "prange", "borrowed", "N_CHUNKS", "SHARED_SOURCES",
            "shared_digest"]
 
 #: Number of accumulator chunks used by parallel reductions: fixed, so sums are taken in the same
@@ -44,10 +51,12 @@ N_CHUNKS = 16
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: The source files whose jitted functions (or constants) are compiled into kernels of other
-#: files: the activation's one definition, the shared scalar logistic, and this file
-#: (:data:`N_CHUNKS`).
+#: files: the activation's one definition, the shared scalar logistic, this file
+#: (:data:`N_CHUNKS`), the vector code (intrinsics and constants) of the sampled kernels, and
+#: the exact engine's shared kernels (tables, a leaf's terms, sums), compiled into its search.
 SHARED_SOURCES = (os.path.abspath(_activation.__file__), os.path.join(_HERE, "_scalar.py"),
-                  os.path.abspath(__file__))
+                  os.path.abspath(__file__), os.path.join(_HERE, "_sampled_simd.py"),
+                  os.path.join(_HERE, "population", "exact", "_kernels.py"))
 
 
 def shared_digest(paths=SHARED_SOURCES) -> str:
@@ -91,3 +100,32 @@ jit = _policy()
 pjit = _policy(parallel=True)
 inline_jit = _policy(inline="always")
 prange = numba.prange
+
+
+def _borrowed_py(a):
+    """The array itself (plain Python); compiled, :func:`_borrowed_view`."""
+    return a
+
+
+@intrinsic
+def _borrowed_view(typingctx, arr):
+    """A view of ``arr`` without a reference to its memory: Numba then updates no reference
+    count for it (the count is NULL), where it would for the array itself at every call that
+    passes it. Only for arrays that outlive the view: arguments of the calling function."""
+    if not isinstance(arr, types.Array):
+        raise errors.TypingError("borrowed needs an array")
+    sig = arr(arr)
+
+    def codegen(context, builder, signature, args):
+        src = context.make_array(arr)(context, builder, args[0])
+        out = context.make_array(arr)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides,
+                       itemsize=src.itemsize, meminfo=None, parent=None)
+        return out._getvalue()
+
+    return sig, codegen
+
+
+#: ``borrowed(a)``: a view of the array ``a`` without a reference count (compiled code), or
+#: ``a`` itself (plain Python, ``NUMBA_DISABLE_JIT=1``).
+borrowed = _borrowed_py if numba.config.DISABLE_JIT else _borrowed_view

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.simulations.engines import _sampled_simd, sampled_kernels as kernels
 from patchassoc.benchmarks import step_bench
 from patchassoc.simulations.engines.sampler import sample, streams, unit_vector
 from patchassoc.theory import model
@@ -573,7 +573,7 @@ def test_prefetch_schedule_requests_the_next_block_once_in_address_order(D, d):
     block): every 64-byte line of the block exactly once, in increasing address order, inside
     the block; the projections request the first half, the grad_v update the second. (A
     prefetch changes no value, so only this statement and the bench can see it.)"""
-    offsets = kernels._prefetch_schedule_py(D, d)
+    offsets = _sampled_simd._prefetch_schedule_py(D, d)
     assert _in_address_order(offsets, D, d)
     first_pass = D * (d // kernels.LANES)
     assert max(offsets[:first_pass]) < D * d // 2 <= min(offsets[first_pass:])

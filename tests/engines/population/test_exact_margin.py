@@ -175,7 +175,7 @@ def test_power_of_two_bound_of_exp():
     """The leaf screening's e^-f <= 2^-floor(f log2 e) for f >= 0, read from its table: on a
     grid, at the points where f log2 e crosses an integer (where a floor taken one too high
     would break it), and past the smallest double (the last entry, never 0)."""
-    from patchassoc.simulations.engines.population.exact._kernels import _LOG2E, _POW2
+    from patchassoc.simulations.engines.population.exact._search import _LOG2E, _POW2
     crossings = np.arange(0, 1100) * math.log(2.0)
     f = np.concatenate([np.linspace(0.0, 800.0, 200_001), crossings,
                         np.nextafter(crossings, -np.inf).clip(0.0),

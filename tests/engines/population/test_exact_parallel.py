@@ -16,7 +16,7 @@ import pytest
 
 from patchassoc.simulations.engines.population import count_configurations, evaluate
 from patchassoc.simulations.engines.population.exact import evaluate_gram, plan
-from patchassoc.simulations.engines.population.exact._kernels import _enumerate_parallel
+from patchassoc.simulations.engines.population.exact._search import _enumerate_parallel
 
 from tests.reference_population import PROBABILITY_ABS
 from tests.tolerances import GRAD_ROUNDING_REL

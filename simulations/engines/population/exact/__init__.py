@@ -10,7 +10,9 @@ The package's parts, each named for what it does:
   truncation and the pruning thresholds for a tolerance);
 - :mod:`.bounds`: the certified bounds of the omitted part;
 - :mod:`.replay`: replays of a search's leaves at the next points of a trajectory;
-- :mod:`._kernels`: every Numba kernel (one file, for Numba's on-disk cache).
+- :mod:`._search`: the Numba kernels of the search (the enumeration of the multisets);
+- :mod:`._kernels`: the Numba kernels it shares with the replays (the tables, a leaf's terms,
+  the compensated sums) and the replays' own.
 
 The Bayes error is :func:`patchassoc.theory.bayes.bayes_error`, re-exported here. The
 derivations are in ``docs/exact_engine.md``.

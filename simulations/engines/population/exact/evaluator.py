@@ -4,7 +4,7 @@ Setting (SPEC sections 4-5): no projection noise, so <v, X_j> = alpha s_j, and a
 logit matrix Q = a I + b (B - I) + c (J - B) with attention values (Pd, Qs, R). Fixing y = +1
 and l* = set 0, f = sum_i act(z_i) depends only on the multiset of the L-1 noise-set states
 (:mod:`.states`), so the risk, the error and the gradient in (alpha, Pd, Qs, R) are finite
-sums over those multisets, which the kernels (:mod:`._kernels`) enumerate; the chain rule of
+sums over those multisets, which the kernels (:mod:`._search`) enumerate; the chain rule of
 :mod:`patchassoc.theory.invariant` gives (a, b, c) and the Gram coordinates (x, y, w).
 
 :func:`evaluate` (and :func:`evaluate_gram`) plans the enumeration (:func:`~.states.plan`:
@@ -40,8 +40,10 @@ from patchassoc.simulations.engines._jit import N_CHUNKS
 from patchassoc.simulations.engines.population.exact._kernels import (
     COL_D_ALPHA, COL_D_PD, COL_D_QS, COL_D_R, COL_ERROR, COL_LEAVES, COL_MARGIN_E0,
     COL_MARGIN_E1, COL_MARGIN_NODES, COL_MARGIN_P, COL_PROBABILITY, COL_PRUNED_N, COL_PRUNED_P,
-    COL_RISK, COL_SCREENED, _FB, _LAMBDAS, _drop_bound, _enumerate_parallel, _enumerate_serial,
-    _envelope_tables, _flatten_record, _replay_parallel, _replay_serial)
+    COL_RISK, COL_SCREENED, _FB, _LAMBDAS, _drop_bound, _envelope_tables, _flatten_record,
+    _replay_parallel, _replay_serial)
+from patchassoc.simulations.engines.population.exact._search import (_enumerate_parallel,
+                                                                     _enumerate_serial)
 from patchassoc.simulations.engines.population.exact.bounds import (
     _BOUND_SAFETY, _certified_bounds, _coefficients)
 from patchassoc.simulations.engines.population.exact.replay import (

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from patchassoc.simulations.engines.population.exact._kernels import (
-    _KEY_OFFSET, _key_histogram)
+from patchassoc.simulations.engines.population.exact._search import _KEY_OFFSET, _key_histogram
 from patchassoc.simulations.engines.population.exact.bounds import (
     _BOUND_SAFETY, QUANTITIES, _bounds, _coefficients)
 
