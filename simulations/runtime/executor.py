@@ -34,8 +34,7 @@ of one kernel family never start side by side until one of them finished (two co
 would each compile the family); the last step to start gets the cores no other step uses. A
 step that fails, or whose worker dies, is a failed step and the others still run; on Ctrl-C the
 running steps (same process group) are given a few seconds to keep what they finished. A step
-that succeeds writes ``<step>/provenance.json`` (:mod:`.provenance`: what ran, when, with which
-versions) and then ``<step>/step.json`` (its record), which lets a re-run skip it.
+that succeeds writes its ``provenance.json``, then ``step.json`` (its record): a re-run skips it.
 
 A step's record carries its ``work`` (a JSON-ready description of what it computed: the
 resolved configuration, seed, quick or full, the study's protocol version), the ``fingerprint``
@@ -531,8 +530,7 @@ def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool,
     """Run one step (``fn`` may be pickled bytes); write its ``step.json`` (with ``stamp``)
     when it succeeded; return its record. An interruption (also one that reached a Numba
     kernel) is raised as :class:`KeyboardInterrupt`; any other error is a failed step."""
-    t0, c0 = time.perf_counter(), _cpu_seconds()
-    started = utc_now()
+    t0, c0, started = time.perf_counter(), _cpu_seconds(), utc_now()
     marker = Path(folder) / "step.json"
     try:
         marker.unlink()
