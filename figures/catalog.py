@@ -18,7 +18,8 @@ from patchassoc.figures import (animation, attention_maps, convergence, flow_dyn
                                 sampled_flow_dynamics, scaling_dynamics, scaling_error,
                                 scaling_sampled,
                                 seeds_flow, seeds_horizon, solutions_lambda, training_curves,
-                                transfer, vit_attention, vit_shuffle)
+                                transfer, vit_attention, vit_curves,
+                                vit_shuffle)
 from patchassoc.figures import robustness_table
 from patchassoc.figures.style import style
 from patchassoc.simulations.runtime.results import read_json, write_json
@@ -106,6 +107,10 @@ def _vit(out, folder: Path) -> list:
     paths = list(vit_attention.save(out.products["result"], folder))
     if out.products.get("shuffle") is not None:
         paths += vit_shuffle.save(out.products["shuffle"], folder)
+    if out.products.get("curves") is not None:  # a long study: its curves beside the maps
+        curves = out.products["curves"]
+        floor = (out.summary.get("claim6") or {}).get("floor")
+        paths += vit_curves.save(curves, folder, floor=floor)
     return paths
 
 

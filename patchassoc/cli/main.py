@@ -6,6 +6,10 @@ JSON object on stdout, nothing else there, with ``schema``, the version of the r
 :data:`~patchassoc.simulations.runtime.results.SCHEMA`) and ``--quiet`` (no progress bar on
 stderr). A command that writes into ``--out`` leaves ``provenance.json`` there
 (:mod:`~patchassoc.simulations.runtime.provenance`).
+Option names come from one vocabulary (:data:`patchassoc.cli.options.VOCABULARY`, lower case,
+one name per idea); a name it replaced still works for one release, hidden from ``--help``, and
+prints one line ``patchassoc: --old is deprecated; use --new (it goes in 0.2)`` on stderr (not
+under ``--quiet``; :data:`patchassoc.cli.options.DEPRECATED`).
 
 A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It defines
 
@@ -17,13 +21,21 @@ A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It
 - ``run(ctx) -> dict``: the work, given a :class:`Context`; returns the JSON-ready summary.
   It may define ``render(summary) -> str`` for the human-readable text (default: key: value).
 
-Bad input (:class:`ValueError`, including
-:class:`~patchassoc.simulations.runtime.errors.UsageError`, and argument errors), a file that
-cannot be read as what it should be
-(:class:`~patchassoc.simulations.runtime.errors.CorruptFile`) and every operating-system error
-(:class:`OSError`: a read-only or full disk, a path that is not a folder or is too long, a
-permission denied; the message names the path) print one line ``patchassoc: error: ...`` on
-stderr and exit with status 2. A command that writes into ``--out`` first checks that it can
+An error prints one line ``patchassoc: error: ...`` on stderr, and the exit status says which
+kind it was (:func:`exit_status`):
+
+- 2, a usage or configuration error: argument errors, bad input (:class:`ValueError`, including
+  :class:`~patchassoc.simulations.runtime.errors.UsageError`: an invalid configuration, size,
+  option value or input folder, a Dask address that does not answer);
+- 1, a data, operating-system or runtime error: a file that cannot be read as what it should be
+  (:class:`~patchassoc.simulations.runtime.errors.CorruptFile`), every operating-system error
+  (:class:`OSError`: a read-only or full disk, a path that is not a folder or is too long, a
+  permission denied; the message names the path), a tool or download the command runs that
+  fails (:class:`~patchassoc.simulations.runtime.errors.RunError`), and running out of memory.
+  A command whose result fails (a claim that fails, a reproduction step that failed) also
+  exits with 1.
+
+A command that writes into ``--out`` first checks that it can
 (the folder is created and a probe file written), so a run never computes for minutes and
 then fails to save. A Dask address (``--dask``) is connected before the run, with a bounded
 wait (``--dask-timeout``).
@@ -54,15 +66,17 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
                                 main_solutions, main_train, main_transfer, main_vit)
 
     from patchassoc._version import __version__
-    from patchassoc.cli.options import nonneg_int, out_path
-    from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
+    from patchassoc.cli.options import (DEPRECATED, add_deprecated_aliases, current_argv,
+                                        deprecation_notices, nonneg_int, out_path)
+    from patchassoc.simulations.runtime.errors import (CorruptFile, Interrupted, RunError,
+                                                       UsageError, interrupted_by)
     from patchassoc.simulations.runtime.provenance import begin, write_provenance
     from patchassoc.simulations.runtime.results import SCHEMA, json_ready
 except KeyboardInterrupt:
     sys.stderr.write("patchassoc: interrupted while starting; nothing was done\n")
     raise SystemExit(130) from None
 
-__all__ = ["main", "Context", "COMMANDS", "build_parser"]
+__all__ = ["main", "Context", "COMMANDS", "build_parser", "exit_status"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = (main_train, main_locality, main_reproduce, main_population, main_population_eval,
@@ -102,15 +116,27 @@ class Context:
         if self.progress and not self.json:
             print(message, file=sys.stderr, flush=True)
 
+    @property
+    def figures(self) -> bool:
+        """Whether the command draws its figures (not with ``--no-figures``)."""
+        return not getattr(self.args, "no_figures", False)
+
+    def draw(self, study: str, outcome, folder: Path | None = None) -> list[str]:
+        """The study's figures drawn from ``outcome`` into ``folder`` (default ``out``), their
+        paths; none with ``--no-figures``, which then imports no plotting code at all."""
+        if not self.figures:
+            return []
+        from patchassoc.figures.catalog import draw
+        return draw(study, outcome, self.out if folder is None else folder)
+
     def finish(self, study: str, outcome, what: str) -> dict:
         """The outcome's summary with the study's figures drawn into ``out`` (unless
         ``--no-figures``), its animation with ``--animate``, and one line on stderr when the
         run stopped early (``what stopped: status``): what it recorded was saved."""
-        from patchassoc.figures.catalog import animate, draw
         summary = outcome.summary
-        if not getattr(self.args, "no_figures", False):
-            summary["figures"] = draw(study, outcome, self.out)
+        summary["figures"] = self.draw(study, outcome)
         if getattr(self.args, "animate", False):
+            from patchassoc.figures.catalog import animate
             self.log(f"[{study}] animating the dynamics ...")
             summary["animations"] = animate(study, outcome, self.out)
             self.log(f"[{study}] animation: {', '.join(summary['animations'])}")
@@ -187,6 +213,8 @@ def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, di
                                 "and options, which the command line may not change")
         if full and hasattr(mod, "add_arguments"):
             mod.add_arguments(p)
+        if full:    # the replaced names, hidden, for one release (patchassoc.cli.options)
+            add_deprecated_aliases(p, DEPRECATED.get(name, {}))
         parser.command_parsers[name] = p
     return parser, commands
 
@@ -255,6 +283,9 @@ def _rerun(parser, mod, args: argparse.Namespace, argv: Sequence[str]):
     path = Path(args.config)
     if path.is_dir():
         path = path / "config.json"
+    if not path.is_file():     # a missing input is a usage error (exit 2), as --from's is
+        raise UsageError(f"--config {path}: no such file (give a config.json that train or "
+                         f"population wrote, or its folder)")
     changing = sorted(_given(args.command, argv) & ({"preset", "overrides", "seed"}
                                                      | set(run_options(
                                                          parser.command_parsers[args.command]))))
@@ -297,6 +328,14 @@ def _render(summary: dict) -> str:
             value = f"{value:.6g}"
         lines.append(f"{key:>24}: {value}")
     return "\n".join(lines)
+
+
+def exit_status(exc: BaseException) -> int:
+    """The exit status of an error the command line reports in one line: 2 for a usage or
+    configuration error, 1 for a data, operating-system or runtime error (module notes)."""
+    if isinstance(exc, (CorruptFile, RunError, OSError, MemoryError)):
+        return 1
+    return 2
 
 
 def _os_error(exc: OSError) -> str:
@@ -405,6 +444,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
+        for line in deprecation_notices(args):      # an old option name: one line each
+            if not args.quiet:
+                print(line, file=sys.stderr, flush=True)
+        argv = current_argv(args.command, argv)     # a resume hint shows the new names
         mod = commands[args.command]
         if getattr(args, "config", None) is not None:
             config, _, args, path = _rerun(parser, mod, args, argv)
@@ -416,9 +459,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = Path(args.out if args.out is not None else DEFAULT_OUT / args.command)
         if getattr(mod, "WRITES_OUT", True):
             created = check_writable(out)
-            if "matplotlib.pyplot" not in sys.modules:  # its own process: figures go to files
+            # its own process: figures go to files (a caller's pyplot, in process, is left as
+            # it is; with --no-figures nothing draws and matplotlib is not imported)
+            drawing = not getattr(args, "no_figures", False)
+            if drawing and "matplotlib.pyplot" not in sys.modules:
                 import matplotlib
-                matplotlib.use("Agg")  # (a caller's pyplot, in process, is left as it is)
+                matplotlib.use("Agg")
         if getattr(args, "dask", None) is not None:
             from patchassoc.simulations.runtime.executor import connect_dask
             dask = args.dask = connect_dask(args.dask, getattr(args, "dask_timeout", None))
@@ -427,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       json=args.json, args=args, overrides=overrides, preset_name=preset_name,
                       run_options=run_options(parser.command_parsers[args.command]))
         summary = mod.run(ctx)
-    except (ValueError, OSError, MemoryError) as exc:
+    except (ValueError, RunError, OSError, MemoryError) as exc:
         # bad input (UsageError, any ValueError), a file that cannot be read (CorruptFile), an
         # operating-system error (with its path), an impossible size numpy cannot allocate
         if isinstance(exc, OSError):
@@ -438,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = str(exc)
         print(f"patchassoc: error: {what}", file=sys.stderr)
         _remove_if_empty(created)
-        return 2
+        return exit_status(exc)
     except BaseException as exc:  # Ctrl-C, also when it reached a Numba kernel
         if not interrupted_by(exc):
             raise

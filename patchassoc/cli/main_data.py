@@ -1,11 +1,11 @@
-"""``patchassoc data fashion-mnist [--dir DIR]``: make the Fashion-MNIST files available offline.
+"""``patchassoc data fashion-mnist [--data-dir DIR]``: make the Fashion-MNIST files available offline.
 
 Finds the four idx files where Debian's package ``dataset-fashion-mnist`` installs them, in the
-cache (``~/.cache/patchassoc``) or in ``--dir``; otherwise fetches the package with ``apt-get
-download`` (no root) and extracts it with ``dpkg-deb -x`` into ``--dir`` or the cache. Every
+cache (``~/.cache/patchassoc``) or in ``--data-dir``; otherwise fetches the package with ``apt-get
+download`` (no root) and extracts it with ``dpkg-deb -x`` into ``--data-dir`` or the cache. Every
 file is checked against the SHA-256 digest of its content stored in
 :mod:`patchassoc.simulations.engines.vit.fashion_mnist`; a corrupt file, or a machine where none
-of this works, gives one line on stderr and exit status 2 (naming the standard file names a user
+of this works, gives one line on stderr and exit status 1 (naming the standard file names a user
 can place by hand).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", choices=("fashion-mnist",), help="the data set")
-    parser.add_argument("--dir", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--data-dir", type=Path, default=None, metavar="DIR",
                         help="where the files are, or go (DIR/fashion-mnist/; default: Debian's "
                              "/usr/share/datasets/fashion-mnist if installed, else the cache "
                              "~/.cache/patchassoc)")
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(ctx) -> dict:
     from patchassoc.simulations.engines.vit.fashion_mnist import fetch
 
-    return fetch(ctx.args.dir)
+    return fetch(ctx.args.data_dir)
 
 
 def render(summary: dict) -> str:

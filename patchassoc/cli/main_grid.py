@@ -1,26 +1,26 @@
 """``patchassoc grid``: claim 1 (Theorem 4.1) on the grid of (L, C, d), read at the horizon,
 with its map.
 
-Every (L, C) with L, C >= 2 and L C <= ``--max-D`` (default 32), times d in ``--ds`` (default
-64,256,1024,4096), at each point's reference scalings with the diagonal fixed
+Every (L, C) with L, C >= 2 and L C <= ``--max-patches`` (default 32), times d in ``--ds``
+(default 64,256,1024,4096), at each point's reference scalings with the diagonal fixed
 (:mod:`patchassoc.simulations.studies.claim1_grid`):
 
 - the verdict: the exact gradient flow to the horizon t = ``--t-max`` (default 1e15 GD steps); a
   point passes when Def. 2.2 holds in every row and the error is <= 1.3 x Bayes + the certified
   bound at the horizon, and the flow's limit class is association;
 - beside it, the 10,000-step reading: population GD stopped once Def. 2.2 holds in every row and
-  the error is <= 1.3 x Bayes + bound, or after ``--max-steps`` (default 10,000) steps.
+  the error is <= 1.3 x Bayes + bound, or after ``--steps`` (default 10,000) steps.
 
 Prints the horizon verdict on the paper's regime (q <= 0.5, L >= 3: >= 90 % pass and the
 reference point passes), the limit classes, the censored counts, the cause of a FAIL and the
-10,000-step reading beside it, and draws ``claim1_grid.png``. ``--max-D`` up to 48 adds points
-beyond the declared grid, read by the flow alone (``--budget-max-D 48`` adds their GD reading,
-which costs many times the flow there): reported, never counted in the verdict.
+10,000-step reading beside it, and draws ``claim1_grid.png``. ``--max-patches`` up to 48 adds
+points beyond the declared grid, read by the flow alone (``--budget-max-patches 48`` adds their
+GD reading, which costs many times the flow there): reported, never counted in the verdict.
 
 Points are stored in ``<out>/cells/`` as they finish; a re-run computes only the missing ones.
 ``--jobs N`` runs N local processes, ``--dask ADDRESS`` a Dask cluster. ``--quick`` runs a
 reduced grid (d = 256, D <= 16) whose result is a preview, never a verdict; so is any other
-``--ds``, a smaller ``--max-D``, another ``--max-steps`` or another ``--t-max``.
+``--ds``, a smaller ``--max-patches``, another ``--steps`` or another ``--t-max``.
 
 References
 ----------
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchassoc.cli.options import add_dask_options, positive_int
+from patchassoc.cli.options import add_dask_options, add_no_figures, positive_int
 
 
 NAME = "grid"
@@ -54,40 +54,38 @@ def _ints(text: str) -> tuple[int, ...]:
 def add_arguments(parser) -> None:
     parser.add_argument("--ds", default=None, metavar="D1,D2,...",
                         help="patch dimensions d (default 64,256,1024,4096)")
-    parser.add_argument("--max-D", type=int, default=None,
+    parser.add_argument("--max-patches", type=int, default=None, metavar="D",
                         help="largest number of patches D = L C (default 32; up to 48: the "
                              "points with D > 32 are reported, not counted in the verdict)")
     parser.add_argument("--quick", action="store_true",
                         help="reduced grid (d = 256, D <= 16): a preview, never a verdict")
-    parser.add_argument("--max-steps", type=int, default=None,
+    parser.add_argument("--steps", type=int, default=None, metavar="N",
                         help="step budget of the GD reading per point (default 10000; another "
                              "value: a preview)")
-    parser.add_argument("--t-max", type=float, default=None,
+    parser.add_argument("--t-max", type=float, default=None, metavar="T",
                         help="the flow's horizon in GD steps (default 1e15; another value: a "
                              "preview)")
-    parser.add_argument("--budget-max-D", type=int, default=32,
+    parser.add_argument("--budget-max-patches", type=int, default=32, metavar="D",
                         help="largest D that also gets the 10,000-step GD reading (default 32: "
                              "beyond the declared grid the flow alone is run; the GD reading "
                              "costs many times the flow there)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     add_dask_options(parser, "run the points on this Dask scheduler")
-    parser.add_argument("--no-figures", action="store_true", help="skip the map")
+    add_no_figures(parser, "the map")
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim1_grid import compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
-    if a.max_D is not None and not 4 <= a.max_D <= 48:
-        raise ValueError("--max-D must lie in 4..48")
-    summary = compute(ctx.out, ds=_ints(a.ds) if a.ds else None, max_D=a.max_D,
+    if a.max_patches is not None and not 4 <= a.max_patches <= 48:
+        raise ValueError("--max-patches must lie in 4..48")
+    summary = compute(ctx.out, ds=_ints(a.ds) if a.ds else None, max_D=a.max_patches,
                       quick=a.quick, seed=ctx.seed, base=ctx.preset_name, jobs=a.jobs,
                       dask=a.dask, progress=ctx.progress and not ctx.json,
-                      max_steps=a.max_steps, t_max=a.t_max, budget_max_D=a.budget_max_D)
-    if not a.no_figures:
-        summary["figures"] = draw("grid", Outcome(summary, {"points": summary["points"]},
-                                                  saved=Path(ctx.out) / "grid.json"), ctx.out)
+                      max_steps=a.steps, t_max=a.t_max, budget_max_D=a.budget_max_patches)
+    summary["figures"] = ctx.draw("grid", Outcome(summary, {"points": summary["points"]},
+                                                  saved=Path(ctx.out) / "grid.json"))
     return summary
 
 

@@ -13,16 +13,17 @@ HELP = ("train with square-window structures on the patch grid and draw the lear
 
 
 def add_arguments(parser) -> None:
+    from patchassoc.cli.options import add_no_figures
+    add_no_figures(parser, "the attention figure")
     parser.add_argument("--queries", type=int, nargs="+", default=None, metavar="I",
                         help="query patches to draw (row-major indices; default: corner, edge, "
                              "interior)")
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.spatial_locality import run_locality
     outcome = run_locality(ctx.config, ctx.seed, ctx.out, ctx.progress, ctx.args.queries)
-    outcome.summary["figures"] = draw("locality", outcome, ctx.out)
+    outcome.summary["figures"] = ctx.draw("locality", outcome)
     return outcome.summary
 
 

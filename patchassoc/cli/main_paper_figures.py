@@ -19,19 +19,18 @@ HELP = ("the analogues of the paper's Figures 3 (a data point on its patch grid)
 DEFAULT_PRESET = "paper-fig4"
 
 def add_arguments(parser) -> None:
+    from patchassoc.cli.options import add_no_figures
     parser.add_argument("--quick", action="store_true",
                         help="a shorter Figure 4 run (350 steps, N = 2000, 2000 test images)")
-    parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
+    add_no_figures(parser)
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.paper_settings import quick_config, run_fig3, run_fig4
     cfg = quick_config(ctx.config) if ctx.args.quick else ctx.config
     outcome = run_fig4(cfg, ctx.seed, ctx.out, ctx.progress)
     outcome.summary["fig3"] = outcome.products["point"] = run_fig3(ctx.seed, ctx.out)
-    if not ctx.args.no_figures:
-        outcome.summary["figures"] = draw("paper_figures", outcome, ctx.out)
+    outcome.summary["figures"] = ctx.draw("paper_figures", outcome)
     return outcome.summary
 
 

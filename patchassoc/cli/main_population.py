@@ -22,7 +22,7 @@ HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attent
         "projection noise); writes results and figures")
 
 def add_arguments(parser) -> None:
-    from patchassoc.cli.options import positive_float
+    from patchassoc.cli.options import add_no_figures, positive_float
     from patchassoc.simulations.studies.population_run import DEFAULT_STEPS
     from patchassoc.simulations.studies.sampled_convergence import DEFAULT_NS, REPRODUCE_NS
     parser.add_argument("--steps", type=int, default=None,
@@ -44,7 +44,7 @@ def add_arguments(parser) -> None:
                         help=f"with --convergence: the sample sizes (default "
                              f"{','.join(map(str, DEFAULT_NS))}; reproduce uses "
                              f"{','.join(map(str, REPRODUCE_NS))})")
-    parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
+    add_no_figures(parser)
     parser.add_argument("--animate", action="store_true",
                         help="also write the dynamics as an animation over log-time (GIF; MP4 "
                              "too where ffmpeg exists): the attention matrix in set order, the "
@@ -87,11 +87,9 @@ def run(ctx) -> dict:
         return _run_flow(ctx)
     if ctx.args.t_max is not None:
         raise ValueError("--t-max needs --flow")
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.population_run import run_dynamics
     from patchassoc.simulations.studies.sampled_convergence import run_convergence_step
     steps = _steps(ctx)
-    figures = not ctx.args.no_figures
     summary = ctx.finish("population", run_dynamics(ctx.config, ctx.seed, ctx.out, ctx.progress,
                                                     steps, ctx.args.tol,
                                                     run=ctx.run_record(steps=steps)),
@@ -100,8 +98,7 @@ def run(ctx) -> dict:
         ctx.log("[population] sampled runs for growing N ...")
         conv = run_convergence_step(ctx.config, ctx.seed, ctx.out / "convergence", ctx.progress,
                                     ctx.args.quick, ctx.args.ns)
-        if figures:
-            conv.summary["figures"] = draw("convergence", conv, ctx.out / "convergence")
+        conv.summary["figures"] = ctx.draw("convergence", conv, ctx.out / "convergence")
         summary["convergence"] = conv.summary
         summary["figures"] = summary["figures"] + conv.summary["figures"]
     return summary

@@ -17,7 +17,8 @@ previous ``reproduce.json``), each marked when it was computed for other work th
 read results that have changed since.
 
 The steps are the studies of :data:`patchassoc.simulations.studies.registry.STUDIES`; each runs its
-study and draws its figures (:func:`patchassoc.figures.catalog.draw`). Steps run side by side
+study and draws its figures (:func:`patchassoc.figures.catalog.draw`; none with ``--no-figures``,
+which a step reused by a later run keeps: ``--force --only STEP`` draws them). Steps run side by side
 (:func:`patchassoc.simulations.runtime.executor.run_steps`). With ``--jobs J`` (default: every core
 this process may use) up to J steps run at once, in J worker processes (each kept for several steps,
 so the imports and the Numba kernels load once per worker). A step runs on one core
@@ -37,7 +38,7 @@ import time
 from pathlib import Path
 
 from patchassoc.simulations.runtime.errors import CorruptFile, UsageError
-from patchassoc.cli.options import positive_int
+from patchassoc.cli.options import add_no_figures, positive_int
 from patchassoc.simulations.runtime.executor import (Step, default_jobs, describe_change,
                                                      plan_steps, run_steps, stale_inputs,
                                                      stored_step)
@@ -49,13 +50,15 @@ HELP = "run the whole reproduction (training, population dynamics, ...) into one
 
 
 def _run_study(name: str, run, options: dict, folder: Path, config, seed: int, quick: bool,
-               progress: bool) -> dict:
-    """One step: the study's ``run`` into ``folder`` (with its ``options``), then its figures;
-    the step's summary. Module-level, so that the step processes receive it by reference."""
-    from patchassoc.figures.catalog import DRAWERS, draw
+               progress: bool, figures: bool = True) -> dict:
+    """One step: the study's ``run`` into ``folder`` (with its ``options``), then its figures
+    (unless ``figures`` is false: then no plotting code is imported); the step's summary.
+    Module-level, so that the step processes receive it by reference."""
     outcome = run(folder, config, seed, quick, progress, **options)
-    if name in DRAWERS:
-        outcome.summary["figures"] = draw(name, outcome, folder)
+    if figures:
+        from patchassoc.figures.catalog import DRAWERS, draw
+        if name in DRAWERS:
+            outcome.summary["figures"] = draw(name, outcome, folder)
     return outcome.summary
 
 
@@ -81,6 +84,8 @@ def add_arguments(parser) -> None:
                         help="also compute the readings within a step budget (the grid's "
                              "10,000 GD steps, the seeds' GD to H = 3,000): they decide "
                              "nothing and cost most of the time (SPEC section 6)")
+    add_no_figures(parser, "the steps' figures (a step reused later keeps none: --force "
+                           "--only STEP draws them)")
 
 
 def _options(study, ctx) -> dict:
@@ -113,7 +118,8 @@ def _steps(selected, every, ctx) -> list[Step]:
     steps = []
     for s in selected:
         reads = _reads(s, all_names)
-        step = functools.partial(_run_study, s.name, s.run, _options(s, ctx))
+        step = functools.partial(_run_study, s.name, s.run, _options(s, ctx),
+                                 figures=ctx.figures)
         steps.append(Step(s.name, step, s.what, tuple(n for n in reads if n in names),
                           s.cost, s.kernels, work=_work(s, ctx), reads=reads))
     return steps
@@ -186,7 +192,7 @@ def run(ctx) -> dict:
                "seconds": time.perf_counter() - t_start,
                "cpu_seconds": sum(r.get("cpu_seconds", 0.0) for r in results.values()
                                   if not r.get("skipped") and not r.get("kept")),
-               "jobs": jobs, "quick": bool(ctx.args.quick),
+               "jobs": jobs, "quick": bool(ctx.args.quick), "figures": ctx.figures,
                "seed": ctx.seed, "config": ctx.config.to_dict(),
                "only": list(ctx.args.only) or None,
                "order": [s.name for s in STUDIES if s.name in results]}

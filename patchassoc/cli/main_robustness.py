@@ -26,7 +26,7 @@ SPEC section 6 (robustness).
 from __future__ import annotations
 
 from pathlib import Path
-from patchassoc.cli.options import add_dask_options, positive_int
+from patchassoc.cli.options import add_dask_options, add_no_figures, positive_int
 
 NAME = "robustness"
 HELP = ("claims 1, 2 and 7 under one change at a time from the reference choices (activation, "
@@ -41,7 +41,7 @@ def add_arguments(parser) -> None:
                         help="claim 1's reference point (4, 4, 256) for every row: a preview")
     parser.add_argument("--jobs", type=positive_int, default=1, help="local worker processes")
     add_dask_options(parser, "run the cells on this Dask scheduler")
-    parser.add_argument("--no-figures", action="store_true", help="skip the figure")
+    add_no_figures(parser, "the figure")
 
 
 def run(ctx) -> dict:

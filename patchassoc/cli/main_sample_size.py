@@ -1,7 +1,7 @@
 """``patchassoc sample-size``: how the gradient flow of the empirical risk depends on the sample
 size N (SPEC section 6, the sample-size law; reported, not a threshold).
 
-For N in ``--sizes`` (default 1000, 2000, 4000, 8000, 16000) and ``--seeds`` seeds (default 5),
+For N in ``--ns`` (default 1000, 2000, 4000, 8000, 16000) and ``--seeds`` seeds (default 5),
 each (N, seed) runs the flow of ``ref`` with the diagonal fixed to ``--t-max`` (default 1e15)
 (:mod:`patchassoc.simulations.studies.claim2_flow`). Against N: the time to claim 2's seed rule
 (censored where not reached), share_min, the test error and the non-invariant part of Q at T,
@@ -12,11 +12,12 @@ finish (resumable), the summary in ``<out>/sample_size.json``, the figure beside
 from __future__ import annotations
 
 from patchassoc.simulations.analysis.formatting import num
-from patchassoc.cli.options import add_dask_options, positive_float, positive_int
+from patchassoc.cli.options import (add_dask_options, add_no_figures, positive_float,
+                                    positive_int)
 
 NAME = "sample-size"
 HELP = ("the sample-size law of the empirical-risk flow: time to claim 2's rule, share, test "
-        "error and the non-invariant part of Q against N (--sizes, --seeds, --jobs)")
+        "error and the non-invariant part of Q against N (--ns, --seeds, --jobs)")
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
@@ -25,14 +26,14 @@ def _sizes(text: str) -> tuple[int, ...]:
     try:
         sizes = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise ValueError(f"--sizes must be integers separated by commas, got {text!r}") from None
+        raise ValueError(f"--ns must be integers separated by commas, got {text!r}") from None
     if not sizes or min(sizes) < 1:
-        raise ValueError(f"--sizes must be integers >= 1, got {text!r}")
+        raise ValueError(f"--ns must be integers >= 1, got {text!r}")
     return sizes
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--sizes", type=_sizes, default=None, metavar="N1,N2,...",
+    parser.add_argument("--ns", dest="sizes", type=_sizes, default=None, metavar="N1,N2,...",
                         help="training sample sizes (default 1000,2000,4000,8000,16000; others "
                              "are a preview)")
     parser.add_argument("--seeds", type=positive_int, default=None,
@@ -41,27 +42,24 @@ def add_arguments(parser) -> None:
                         help="the flows' horizon in GD steps (default 1e15)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="flows run at a time")
     add_dask_options(parser, "run the flows on this Dask scheduler")
-    parser.add_argument("--no-figures", action="store_true", help="skip the figure")
+    add_no_figures(parser, "the figure")
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.engines.population.flow import T_MAX
     from patchassoc.simulations.studies import claim2_flow as cf
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
     if ctx.overrides:
         raise ValueError("the sample-size law runs ref with the diagonal fixed; --set does not "
-                         "apply (--sizes sets N)")
+                         "apply (--ns sets N)")
     summary = cf.compute_sample_size(
         ctx.out, sizes=a.sizes or cf.SAMPLE_SIZES, seeds=a.seeds or cf.SAMPLE_SIZE_SEEDS,
         first_seed=ctx.seed, t_max=a.t_max or T_MAX, jobs=a.jobs, dask=a.dask,
         progress=ctx.progress and not ctx.json)
     summary.pop("curves", None) if ctx.json else None
-    if not a.no_figures:
-        summary["figures"] = draw("sample_size", Outcome(summary,
-                                                         saved=ctx.out / "sample_size.json"),
-                                  ctx.out)
+    summary["figures"] = ctx.draw("sample_size",
+                                  Outcome(summary, saved=ctx.out / "sample_size.json"))
     return summary
 
 

@@ -1,14 +1,15 @@
 """``patchassoc scaling``: the scaling studies of claim 7 (SPEC section 6, item 7).
 
 Along the declared family L = C = round(ln d), q = ln d / D, kappa = ln ln d on d = round(e^k)
-(:mod:`patchassoc.simulations.studies.claim7_scaling`; ``--L-rule``, ``--C-rule``, ``--q-rule``,
-``--kappa-rule`` change it):
+(:mod:`patchassoc.simulations.studies.claim7_scaling`; ``--sets-rule`` for L, ``--set-size-rule``
+for C, ``--q-rule`` and ``--kappa-rule`` change it):
 
 (a) error against d: the exact Bayes, identity and uniform errors at every d (``--ks``); the
     certified error of block-uniform (= shifted blocks, Lemma L11); GD's solution at the
     declared horizon, the exact gradient flow to ``--t-max`` (default 1e15) GD steps, certified
     (``--flow-ks``; claim 7 is decided on it), and beside it population GD within
-    ceil(1000 ln d) steps (``--gd-ks``); local exponents of log error against log d and the
+    T(d) = ceil(1000 ln d) steps (``--gd-ks``; ``--steps-per-ln-d`` sets the 1000, ``--steps``
+    caps T(d)); local exponents of log error against log d and the
     declared d^(-omega(1)) test;
 (b) dynamics against d and D: the flows' time to each criterion (Def. 2.2, share, error, all)
     with fits of ln t against ln d and ln ln d; beside them the budget GD's t_alpha, t_share
@@ -30,7 +31,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from patchassoc.cli.options import add_dask_options, positive_int
+from patchassoc.cli.options import add_dask_options, add_no_figures, positive_int
 
 
 NAME = "scaling"
@@ -104,35 +105,46 @@ def add_arguments(parser) -> None:
                         help="sample sizes N of the sampled study (default 125,250,500,1000,2000)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="seeds per (d, N) in the sampled study (default 10)")
-    parser.add_argument("--L-rule", default="log", help="L(d): log, log2 or an integer")
-    parser.add_argument("--C-rule", default="log", help="C(d): log, log2 or an integer")
+    parser.add_argument("--sets-rule", dest="L_rule", default="log", metavar="RULE",
+                        help="the number of sets L(d): log, log2 or an integer")
+    parser.add_argument("--set-size-rule", dest="C_rule", default="log", metavar="RULE",
+                        help="the set size C(d): log, log2 or an integer")
     parser.add_argument("--q-rule", default="log", help="q(d): log (ln d / D) or a number")
     parser.add_argument("--kappa-rule", default="loglog", help="kappa(d): loglog or a number")
-    parser.add_argument("--steps-per-log", type=float, default=STEPS_PER_LOG,
-                        help="GD budget T(d) = ceil(this x ln d) (default 1000)")
-    parser.add_argument("--max-steps", type=int, default=None, help="cap on T(d)")
+    parser.add_argument("--steps-per-ln-d", dest="steps_per_log", type=float,
+                        default=STEPS_PER_LOG, metavar="X",
+                        help="GD budget T(d) = ceil(X ln d) steps (default 1000)")
+    parser.add_argument("--steps", type=int, default=None, metavar="N",
+                        help="at most N GD steps per cell: caps T(d) (default: no cap)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="cells computed at a time")
     add_dask_options(parser, "compute the cells on this Dask scheduler")
-    parser.add_argument("--no-figures", action="store_true", help="skip the figures")
+    add_no_figures(parser)
+
+
+#: The family's fields and the options that set them.
+_RULE_OPTIONS = {"L_rule": "--sets-rule", "C_rule": "--set-size-rule", "q_rule": "--q-rule",
+                 "kappa_rule": "--kappa-rule"}
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim7_scaling import Family, compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
     if a.quick and a.reduced:
         raise ValueError("--quick and --reduced exclude each other")
-    family = Family(a.L_rule, a.C_rule, a.q_rule, a.kappa_rule)
+    try:
+        family = Family(a.L_rule, a.C_rule, a.q_rule, a.kappa_rule)
+    except ValueError as exc:   # named by the option that set the rule
+        field, _, rest = str(exc).partition(" ")
+        raise ValueError(f"{_RULE_OPTIONS.get(field, field)} {rest}") from None
     mode = "quick" if a.quick else ("reduced" if a.reduced else "full")
     summary = compute(ctx.out, family=family, ks=a.ks, gd_ks=a.gd_ks, flow_ks=a.flow_ks,
                       t_max=a.t_max, block_max_k=a.block_max_k, sweep_ks=a.sweep_ks, sampled_ks=a.sampled_ks,
                       ns=a.ns, seeds=a.seeds, steps_per_log=a.steps_per_log,
-                      max_steps=a.max_steps, seed=ctx.seed, jobs=a.jobs, dask=a.dask,
+                      max_steps=a.steps, seed=ctx.seed, jobs=a.jobs, dask=a.dask,
                       progress=ctx.progress and not ctx.json, mode=mode)
-    if not a.no_figures:
-        summary["figures"] = draw("scaling", Outcome(
-            summary, saved=Path(ctx.out) / "scaling.json"), ctx.out)
+    summary["figures"] = ctx.draw("scaling",
+                                  Outcome(summary, saved=Path(ctx.out) / "scaling.json"))
     return summary
 
 

@@ -1,10 +1,10 @@
 """``patchassoc seeds``: claim 2 (Theorem 4.2) over seeds at the declared horizon, and its control.
 
 Trains the configuration (ref by default) with the diagonal fixed for ``--seeds`` seeds (default 10;
-:mod:`patchassoc.simulations.studies.claim2_seeds`) to the horizon ``--horizon`` (default the
-declared H): per seed, the time to each criterion of the seed rule (Def. 2.2 in every row,
-share_min >= 0.75, test error <= 2 x Bayes + 0.001) up to H, censored when it does not hold at
-H; a seed passes when its time to the rule is not censored. The verdict is the pass rate at H with
+:mod:`patchassoc.simulations.studies.claim2_seeds`) to the declared horizon, H = 3,000 GD steps
+(``--steps N`` trains N steps instead: a preview): per seed, the time to each criterion of the
+seed rule (Def. 2.2 in every row, share_min >= 0.75, test error <= 2 x Bayes + 0.001) up to H,
+censored when it does not hold at H; a seed passes when its time to the rule is not censored. The verdict is the pass rate at H with
 its Wilson 95 % interval (the claim needs its lower end >= 0.7); beside it, the old rule at the
 config's ``steps`` (the budget step), read from the same run; a FAIL names its cause. Also the
 invariance of Q_H - Q_0 against random partitions (z-score). Then the control: the same model on
@@ -30,13 +30,14 @@ SPEC section 6, claim 2, and "Claims read at a declared horizon".
 from __future__ import annotations
 
 from patchassoc.simulations.analysis.formatting import num
-from patchassoc.cli.options import add_dask_options, positive_float, positive_int
+from patchassoc.cli.options import (add_dask_options, add_no_figures, positive_float,
+                                    positive_int)
 
 
 NAME = "seeds"
 HELP = ("claim 2 over seeds (diagonal fixed) at the horizon H: times to each criterion, pass "
         "rate with a Wilson interval, the budget reading beside it, invariance of Q_H - Q_0; "
-        "the paper's Fig. 2 control (--horizon, --jobs, --dask)")
+        "the paper's Fig. 2 control (--steps, --jobs, --dask)")
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
@@ -52,25 +53,24 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="2 seeds at a reduced size and a short horizon: a preview, never "
                              "a verdict")
-    parser.add_argument("--horizon", type=int, default=None, metavar="H",
-                        help="train each seed to H steps (default: the declared horizon; "
-                             "another value is a preview); the config's steps is the budget "
-                             "step read beside it")
+    parser.add_argument("--steps", type=int, default=None, metavar="N",
+                        help="train each seed N GD steps, the horizon H (default: the declared "
+                             "H = 3,000; another value is a preview); --set steps=S is the "
+                             "budget step read beside it (S <= N)")
     parser.add_argument("--jobs", type=positive_int, default=1, help="seeds trained at a time")
     add_dask_options(parser, "train the seeds on this Dask scheduler")
     parser.add_argument("--no-control", action="store_true",
                         help="skip the Fig. 2 control (gaussian-cnn data)")
-    parser.add_argument("--no-figures", action="store_true", help="skip the control figure")
+    add_no_figures(parser)
 
 
 def _run_flows(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.runtime.results import read_json_object
     from patchassoc.simulations.studies.claim2_flow import compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
-    if a.horizon is not None:
-        raise ValueError("--horizon does not apply to --flow (the flows' horizon is --t-max)")
+    if a.steps is not None:
+        raise ValueError("--steps does not apply to --flow (the flows' horizon is --t-max)")
     summary = compute(ctx.config, ctx.out, n_seeds=a.seeds, quick=a.quick, jobs=a.jobs,
                       dask=a.dask, first_seed=ctx.seed, progress=ctx.progress and not ctx.json,
                       t_max=a.t_max, control=not a.no_control)
@@ -79,14 +79,12 @@ def _run_flows(ctx) -> dict:
         summary["budget_readings"] = read_json_object(gd)
         summary["budget_readings"].pop("records", None)
     summary.pop("records", None)
-    if not a.no_figures:
-        summary["figures"] = draw("seeds", Outcome(summary, {"control": ctx.out / "control"},
-                                                   saved=ctx.out / "flow.json"), ctx.out)
+    summary["figures"] = ctx.draw("seeds", Outcome(summary, {"control": ctx.out / "control"},
+                                                    saved=ctx.out / "flow.json"))
     return summary
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim2_seeds import compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
@@ -94,14 +92,13 @@ def run(ctx) -> dict:
         return _run_flows(ctx)
     if a.t_max is not None:
         raise ValueError("--t-max needs --flow")
-    if a.horizon is not None and a.horizon < 1:
-        raise ValueError("--horizon must be >= 1")
+    if a.steps is not None and a.steps < 1:
+        raise ValueError("--steps must be >= 1")
     summary = compute(ctx.config, ctx.out, n_seeds=a.seeds, quick=a.quick, jobs=a.jobs,
                       dask=a.dask, control=not a.no_control, first_seed=ctx.seed,
-                      progress=ctx.progress and not ctx.json, horizon=a.horizon)
-    if not a.no_figures:
-        summary["figures"] = draw("seeds", Outcome(summary, {"control": ctx.out / "control"},
-                                                   saved=ctx.out / "seeds.json"), ctx.out)
+                      progress=ctx.progress and not ctx.json, horizon=a.steps)
+    summary["figures"] = ctx.draw("seeds", Outcome(summary, {"control": ctx.out / "control"},
+                                                    saved=ctx.out / "seeds.json"))
     return summary
 
 

@@ -6,7 +6,7 @@ alternative ``alt`` (the same with q = ``--alt-q``, default
 :data:`patchassoc.simulations.studies.claim3_solutions.measurement.ALT_Q`), where identity and uniform attention
 generalize within the slack of the criterion. The sampled-data GD row is computed for ``main`` only
 (it trains the model with :func:`patchassoc.simulations.engines.sampled_descent.train`, or loads
-``--train-from DIR``).
+``--from DIR``, a saved ``patchassoc train`` folder).
 
 Writes ``<out>/main`` and ``<out>/alt`` (result folders, each with the population GD run in
 ``population_gd/``) and the figures ``solutions_lambda_main`` / ``solutions_lambda_alt``.
@@ -44,6 +44,7 @@ def _lambdas(text: str) -> tuple[float, ...]:
 
 
 def add_arguments(parser) -> None:
+    from patchassoc.cli.options import add_no_figures
     from patchassoc.simulations.studies.claim3_solutions import (
         ALT_Q, DEFAULT_LAMBDAS, GD_STEPS, MC_SAMPLES, QUICK_GD_STEPS)
     parser.add_argument("--lambdas", default=None, metavar="L1,L2,...",
@@ -51,37 +52,35 @@ def add_arguments(parser) -> None:
                              + "); the table reports the largest")
     parser.add_argument("--alpha", type=float, default=None,
                         help="fixed alpha of the constructions (default: population GD's alpha)")
-    parser.add_argument("--gd-steps", type=int, default=None,
+    parser.add_argument("--steps", type=int, default=None, metavar="N",
                         help=f"population GD steps (default {GD_STEPS}; quick {QUICK_GD_STEPS})")
     parser.add_argument("--alt-q", type=float, default=ALT_Q,
                         help=f"q of the alternative configuration (default {ALT_Q})")
     parser.add_argument("--no-alt", action="store_true", help="skip the alternative config")
     parser.add_argument("--no-sampled", action="store_true",
                         help="skip the sampled-data GD row (no training)")
-    parser.add_argument("--train-from", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--from", dest="from_dir", type=Path, default=None, metavar="DIR",
                         help="use a saved `patchassoc train` result folder for the sampled row")
     parser.add_argument("--mc-samples", type=int, default=MC_SAMPLES,
                         help=f"Monte Carlo draws beyond brute force (default {MC_SAMPLES:,})")
     parser.add_argument("--quick", action="store_true", help="coarser lambda grid, fewer steps")
-    parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
+    add_no_figures(parser)
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim3_solutions import compute
     from patchassoc.simulations.studies.claim3_solutions.solutions_verdict import _load_train
     a = ctx.args
-    if a.gd_steps is not None and a.gd_steps < 1:
-        raise ValueError("--gd-steps must be >= 1")
-    train_result = _load_train(a.train_from, ctx.config, ctx.seed)
+    if a.steps is not None and a.steps < 1:
+        raise ValueError("--steps must be >= 1")
+    train_result = _load_train(a.from_dir, ctx.config, ctx.seed)
     outcome = compute(ctx.config, ctx.seed, ctx.out,
                       lambdas=_lambdas(a.lambdas) if a.lambdas else None, alpha=a.alpha,
-                      gd_steps=a.gd_steps, alt_q=None if a.no_alt else a.alt_q,
+                      gd_steps=a.steps, alt_q=None if a.no_alt else a.alt_q,
                       sampled=not a.no_sampled, train_result=train_result,
                       mc_samples=a.mc_samples, quick=a.quick,
                       progress=ctx.progress and not ctx.json, label=ctx.preset_name)
-    if not a.no_figures:
-        outcome.summary["figures"] = draw("solutions", outcome, ctx.out)
+    outcome.summary["figures"] = ctx.draw("solutions", outcome)
     return outcome.summary
 
 

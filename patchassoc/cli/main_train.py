@@ -3,7 +3,7 @@ flow of the same empirical risk to a horizon, with results and figures."""
 from __future__ import annotations
 
 from patchassoc.simulations.analysis.formatting import num
-from patchassoc.cli.options import positive_float
+from patchassoc.cli.options import add_no_figures, positive_float
 
 
 NAME = "train"
@@ -22,7 +22,7 @@ def add_arguments(parser) -> None:
                              "log t")
     parser.add_argument("--t-max", type=positive_float, default=None, metavar="T",
                         help="the flow's horizon in GD steps (default 1e15)")
-    parser.add_argument("--no-figures", action="store_true", help="skip writing the figures")
+    add_no_figures(parser)
     parser.add_argument("--animate", action="store_true",
                         help="also write the dynamics as an animation over log-time (GIF; MP4 "
                              "too where ffmpeg exists): the attention matrix in set order, the "

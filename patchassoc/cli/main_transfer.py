@@ -8,7 +8,7 @@ recomputing them.
 """
 from __future__ import annotations
 
-from patchassoc.cli.options import add_dask_options, positive_int
+from patchassoc.cli.options import add_dask_options, add_no_figures, positive_int
 
 
 NAME = "transfer"
@@ -50,18 +50,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--test-mode", choices=TEST_MODES, default="projected",
                         help="draw test images in projected form (exact law, default) or "
                              "explicitly")
+    add_no_figures(parser, "transfer.png")
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim5_transfer.pipeline import run_study
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
     summary = run_study(ctx.config, ctx.seed, ctx.out, quick=a.quick, jobs=a.jobs,
                         dask=a.dask, upstream_seeds=a.upstream_seeds, seeds=a.seeds,
                         test_mode=a.test_mode, progress=ctx.progress, log=ctx.log)
-    summary["figures"] = draw("transfer", Outcome(summary, saved=ctx.out / "transfer.json"),
-                              ctx.out)
+    summary["figures"] = ctx.draw("transfer", Outcome(summary, saved=ctx.out / "transfer.json"))
     return summary
 
 
@@ -104,5 +103,5 @@ def render(summary: dict) -> str:
     t = summary["timing"]
     lines.append(f"  {t['cells']} cells ({t['cells_computed']} computed, {t['cells_reused']} "
                  f"reused), {t['cell_seconds_total']:.0f} cell-seconds, wall "
-                 f"{t['wall_seconds']:.0f} s; figures: {', '.join(summary['figures'])}")
+                 f"{t['wall_seconds']:.0f} s; figures: {', '.join(summary['figures']) or 'none'}")
     return "\n".join(lines)

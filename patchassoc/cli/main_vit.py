@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from patchassoc.cli.options import positive_float, positive_int
+from patchassoc.cli.options import add_no_figures, positive_float, positive_int
 from patchassoc.simulations.runtime.errors import UsageError
 
 NAME = "vit"
@@ -32,8 +32,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="folder with the CIFAR python batches or the SVHN .mat files "
                         "(required for cifar10/cifar100/svhn; nothing is downloaded), or the "
                         "Fashion-MNIST idx files (default: Debian's folder, then the cache)")
+    g.add_argument("--recipe", choices=("default", "long"), default="default",
+                   help="default: the data set's recipe (on Fashion-MNIST the 2-epoch study, a "
+                        "reading within a budget); long: Fashion-MNIST's long recipe declared in "
+                        "SPEC section 6 (18 epochs, crop and flip; the study that decides claim "
+                        "6 there): the comparison and its controls, no shuffled-patch "
+                        "experiment, each run saved as it finishes and reused when the command "
+                        "is run again into the same --out")
     g.add_argument("--seeds", type=positive_int, default=5, metavar="K",
                    help="number of seeds (seed, seed+1, ...; default 5)")
+    g.add_argument("--status", action="store_true",
+                   help="--recipe long: print what the --out folder holds so far (each "
+                        "declared run, finished or not, with its accuracy and CPU-seconds; the "
+                        "gap once the comparison's runs have finished), read only, and exit")
+    g.add_argument("--control-seeds", type=positive_int, default=None, metavar="K",
+                   help="--recipe long: seeds of each control and of the CNN (the first K of "
+                        "the comparison's; default the declared 3)")
     g.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="default cpu")
     g.add_argument("--threads", type=positive_int, default=None, metavar="N",
                    help="PyTorch CPU threads per run (default: 1 for the digits, whose "
@@ -67,10 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--heads", type=positive_int, default=None, help="override the recipe")
     g.add_argument("--max-train", type=positive_int, default=None, metavar="N",
                    help="use only the first N training images (quick checks)")
+    add_no_figures(g, "vit_attention.png and vit_shuffle.png")
 
 
 def run(ctx) -> dict:
-    from patchassoc.figures.catalog import draw
     from patchassoc.simulations.studies.claim6_vit import run_comparison
     a = ctx.args
     if a.data not in ("digits", "fashion-mnist") and a.data_dir is None:
@@ -80,13 +94,54 @@ def run(ctx) -> dict:
         raise UsageError(f"data folder {a.data_dir} does not exist")
     if a.no_shuffle and a.shuffle:
         raise UsageError("--shuffle and --no-shuffle exclude each other")
+    if a.status and a.recipe != "long":
+        raise UsageError("--status is for --recipe long")
+    if a.recipe == "long":
+        return _run_long(ctx, draw)
+    if a.control_seeds is not None:
+        raise UsageError("--control-seeds is for --recipe long")
     outcome = run_comparison(ctx.out, a.data, a.data_dir, a.seeds, ctx.seed, a.device,
                              a.threads, a.jobs, a.positional, a.shuffle, a.no_shuffle,
                              a.shuffle_epochs, a.shuffle_seeds, ctx.progress and not ctx.json,
                              a.max_train, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
                              dim=a.dim, depth=a.depth, heads=a.heads)
+    outcome.summary["figures"] = ctx.draw("vit", outcome)
+    return outcome.summary
+
+
+def _run_long(ctx, draw) -> dict:
+    from patchassoc.simulations.studies.claim6_long import run_long
+    a = ctx.args
+    given = [o for o, v in (("--shuffle", a.shuffle), ("--shuffle-epochs", a.shuffle_epochs),
+                            ("--shuffle-seeds", a.shuffle_seeds)) if v]
+    if given:
+        raise UsageError(f"{given[0]}: the long recipe runs no shuffled-patch experiment (it "
+                         f"stays on the 2-epoch recipe, SPEC section 6, claim 6)")
+    if a.status:
+        from patchassoc.simulations.studies.claim6_long import status
+        return status(ctx.out, a.data, a.seeds, a.control_seeds, ctx.seed, a.positional,
+                      epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, dim=a.dim,
+                      depth=a.depth, heads=a.heads)
+    outcome = run_long(ctx.out, a.data, a.data_dir, a.seeds, a.control_seeds, ctx.seed,
+                       a.device, a.threads, a.jobs, a.positional,
+                       ctx.progress and not ctx.json, a.max_train, epochs=a.epochs,
+                       batch_size=a.batch_size, lr=a.lr, dim=a.dim, depth=a.depth,
+                       heads=a.heads)
     outcome.summary["figures"] = draw("vit", outcome, ctx.out)
     return outcome.summary
+
+
+def _curve_lines(curves: dict) -> list[str]:
+    from patchassoc.simulations.studies.claim6_vit import _MODEL_LABELS
+    lines = [f"per epoch (mean over seeds; {curves['epochs']} epochs): training loss first -> "
+             f"last, last epoch's fall; test accuracy after each epoch"]
+    for m, c in curves["models"].items():
+        loss, acc = c["train_loss_mean"], c["test_accuracy_mean"]
+        still = "still falling" if c["loss_still_falling"] else "stopped falling"
+        lines.append(f"  {_MODEL_LABELS.get(m, m):18s}: loss {loss[0]:.3f} -> {loss[-1]:.3f} "
+                     f"({100 * c['last_epoch_loss_fall']:+.2f} % over the last epoch: {still}); "
+                     f"test % " + " ".join(f"{100 * x:.1f}" for x in acc))
+    return lines
 
 
 def _gap_line(label: str, gap: dict) -> str:
@@ -134,7 +189,24 @@ def _shuffle_lines(sh: dict) -> list[str]:
     return lines
 
 
+def _render_status(st: dict) -> str:
+    from patchassoc.simulations.studies.claim6_vit import _MODEL_LABELS
+    lines = [f"{st['out']}: {st['finished']} of {st['total']} runs finished "
+             f"({st['cpu_s']:.0f} CPU-s); not a verdict until the study finishes"]
+    for r in st["runs"]:
+        what = (f"{100 * r['accuracy']:.2f} %, loss fell {100 * r['last_epoch_loss_fall']:.2f} % "
+                f"over the last epoch, {r['cpu_s']:.0f} CPU-s" if r["finished"] else
+                "a run of another recipe" if r.get("other_recipe") else "not finished")
+        lines.append(f"  {_MODEL_LABELS.get(r['model'], r['model']):18s} seed {r['seed']}: {what}")
+    g = st.get("gap")
+    if g is not None:
+        lines.append(_gap_line("gap (positional - standard)", g))
+    return "\n".join(lines)
+
+
 def render(summary: dict) -> str:
+    if "runs" in summary and "finished" in summary:   # --status
+        return _render_status(summary)
     from patchassoc.simulations.studies.claim6_vit import (_MODEL_LABELS, _pct, _positional_kind,
                                                            _preview_text, controls_text)
     kind = _positional_kind(summary)
@@ -147,12 +219,14 @@ def render(summary: dict) -> str:
              f"{len(summary['seeds'])} seeds",
              f"  standard ViT (content attention) : {_pct(summary['content']['accuracy'])}",
              f"  {label:33s}: {_pct(summary[kind]['accuracy'])}"]
-    for control in ("uniform", "none"):
+    for control in ("uniform", "none", "cnn"):
         if control in summary:
-            lines.append(f"  control: {_MODEL_LABELS[control]:24s}: "
+            seeds = (f" ({len(summary[control]['seeds'])} seeds)" if summary[control].get("seeds")
+                     else "")
+            lines.append(f"  control: {_MODEL_LABELS[control] + seeds:24s}: "
                          f"{_pct(summary[control]['accuracy'])}")
     lines.append(_gap_line("gap (positional - standard)", gap))
-    for control in ("uniform", "none"):
+    for control in ("uniform", "none", "cnn"):
         g = summary.get(f"{kind}_vs_{control}")
         if g is not None:
             lines.append(_gap_line(f"positional - {_MODEL_LABELS[control]}", g))
@@ -164,6 +238,8 @@ def render(summary: dict) -> str:
                  f"{', '.join(f'{x:.2f}' for x in d_std)}")
     if summary.get("shuffle"):
         lines.extend(_shuffle_lines(summary["shuffle"]))
+    if summary.get("curves"):
+        lines.extend(_curve_lines(summary["curves"]))
     c = summary["claim6"]
     verdict = ("PREVIEW (no verdict)" if c.get("status") == "preview"
                else "PASSED" if c["passed"] else "FAILED")
@@ -178,6 +254,12 @@ def render(summary: dict) -> str:
     lines.append(f"  {controls_text(summary)}")
     lines.append(f"time: {summary['wall_s']:.0f} s wall, {summary['cpu_s']:.0f} s CPU "
                  f"({summary['jobs']} process(es) x {summary['torch_threads']} torch thread(s))")
+    cost = summary.get("cost")
+    if cost:
+        lines.append(f"  runs: {cost['runs_trained']} trained now, {cost['runs_reused']} reused "
+                     f"from {summary['out']}/runs; all runs {cost['runs_cpu_s']:.0f} CPU-s; per "
+                     f"epoch: " + ", ".join(f"{_MODEL_LABELS.get(m, m)} {v:.1f}"
+                                           for m, v in cost["cpu_s_per_epoch"].items()))
     lines.append(f"results: {summary['out']}")
     lines.extend(f"figure: {p}" for p in summary["figures"])
     return "\n".join(lines)

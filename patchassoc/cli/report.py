@@ -117,8 +117,10 @@ def write_report(folder: str | Path) -> Path:
             if text:
                 lines += [text, ""]
     only = "".join(f" --only {n}" for n in meta.get("only") or [])
-    lines += ["## Run", "", f"- command: `patchassoc reproduce{' --quick' if meta.get('quick') else ''}"
-              f" --seed {meta.get('seed', 0)}{only}`", f"- seed: {meta.get('seed', 0)}",
+    quick = " --quick" if meta.get("quick") else ""
+    figures = "" if meta.get("figures", True) else " --no-figures"
+    lines += ["## Run", "", f"- command: `patchassoc reproduce{quick} --seed {meta.get('seed', 0)}"
+              f"{only}{figures}`", f"- seed: {meta.get('seed', 0)}",
               f"- total time: {meta.get('seconds', 0):.1f} s wall, "
               f"{meta.get('cpu_seconds', 0):.0f} CPU-s, steps on {meta.get('jobs', 1)} "
               f"process(es) side by side", "",

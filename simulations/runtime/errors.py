@@ -1,5 +1,6 @@
 """Errors the CLI turns into one clear line on stderr: bad input (exit status 2), unreadable or
-corrupt files (exit status 2, naming the file) and interruptions (exit status 130).
+corrupt files (exit status 1, naming the file), a tool or download the command runs that fails
+(exit status 1) and interruptions (exit status 130).
 
 An interruption is a :class:`KeyboardInterrupt`, however it arrives. Ctrl-C while a compiled
 Numba kernel runs can surface as a :class:`SystemError` ("returned a result with an exception
@@ -11,7 +12,7 @@ status starting with ``"interrupted"``; a cell or step that receives such a resu
 """
 from __future__ import annotations
 
-__all__ = ["UsageError", "CorruptFile", "Interrupted", "interrupted_by", "raise_if_interrupted",
+__all__ = ["UsageError", "CorruptFile", "RunError", "Interrupted", "interrupted_by", "raise_if_interrupted",
            "is_interrupted_status"]
 
 
@@ -34,6 +35,12 @@ class CorruptFile(ValueError):
         self.path = str(path)
         self.reason = str(reason)
         super().__init__(f"{self.path}: {self.reason}")
+
+
+class RunError(RuntimeError):
+    """Something the command runs failed although its input was right: an external tool that
+    is missing or fails, a download that does not finish. The message says what, and what the
+    user can do instead."""
 
 
 class Interrupted(KeyboardInterrupt):

@@ -591,7 +591,7 @@ def compute_sample_size(out, *, sizes=SAMPLE_SIZES, seeds: int = SAMPLE_SIZE_SEE
 
     sizes = tuple(int(n) for n in sizes)
     if not sizes or min(sizes) < 1 or len(set(sizes)) != len(sizes):
-        raise ValueError("--sizes must be distinct integers >= 1")
+        raise ValueError("--ns must be distinct integers >= 1")
     if seeds < 1:
         raise ValueError("--seeds must be >= 1")
     out = Path(out)

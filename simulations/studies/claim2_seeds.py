@@ -174,9 +174,10 @@ def compute(config, out: Path, *, n_seeds=None, quick: bool = False, jobs: int =
         config = config.replace(**QUICK_OVERRIDES)
     H = int(horizon) if horizon is not None else (QUICK_HORIZON if quick else HORIZON)
     if H < 1:
-        raise ValueError(f"--horizon must be >= 1, got {H}")
+        raise ValueError(f"--steps (the horizon H) must be >= 1, got {H}")
     if config.steps > H:
-        raise ValueError(f"the budget steps ({config.steps}) must be <= the horizon ({H})")
+        raise ValueError(f"the budget step (--set steps={config.steps}) must be <= the horizon "
+                         f"(--steps {H})")
     cfg = config.replace(diagonal="fixed", param="logits")
     res = run_seeds(cfg, range(first_seed, first_seed + n), out / "seeds", jobs=jobs,
                     dask=dask, progress=progress, horizon=H)

@@ -12,8 +12,10 @@ benchmark (never downloaded; no declared study, so never a verdict).
 
 The data sets with a declared study (:data:`DECLARED`) each have their floor, seeds and
 training-set size; a run smaller than its declared study is a preview. Claim 6 is decided on
-Fashion-MNIST when its study folder is given to ``patchassoc check --vit DIR``, on the digits
-otherwise; the record names the data set it was decided on (:func:`decide`).
+Fashion-MNIST's long study (``--recipe long``, :mod:`~.claim6_long`) when its folder is given to
+``patchassoc check --vit-from DIR``, on the digits otherwise; Fashion-MNIST's 2-epoch study is a
+reading within a budget, reported beside the verdict, never the verdict. The record names the
+data set and recipe it was decided on (:func:`decide`).
 
 Controls, trained with the same recipe and seeds: a ViT whose attention is fixed to uniform
 (nothing to learn in the attention), and a ViT without token mixing (the attention sub-layers
@@ -87,13 +89,14 @@ DECLARED = {
     "digits": dict(floor=DIGITS_FLOOR, seeds=5, shuffle_seeds=None, n_train=1347, blocks=None,
                    label="digits"),
     "fashion-mnist": dict(floor=FASHION_FLOOR, seeds=5, shuffle_seeds=3, n_train=60000,
-                          blocks=(2, 4, 7, 14, 28), label="Fashion-MNIST"),
+                          blocks=(2, 4, 7, 14, 28), label="Fashion-MNIST", control_seeds=3),
 }
 
 __all__ = ["CLAIM", "claim6", "reproduce", "verdict", "readings", "STUDY",
            "MAX_GAP_POINTS", "DIGITS_FLOOR", "default_threads", "default_jobs", "run_comparison",
            "REPRODUCE_FULL", "REPRODUCE_QUICK", "controls_text", "preview_reasons",
-           "DECLARED_SEEDS", "DECLARED", "FASHION_FLOOR", "decide", "folder_summary"]
+           "DECLARED_SEEDS", "DECLARED", "FASHION_FLOOR", "decide", "folder_summary",
+           "is_long", "is_budget_reading", "find_budget_reading"]
 
 
 def _require_torch():
@@ -157,7 +160,8 @@ def run_comparison(out: Path, data: str = "digits", data_dir=None, seeds: int = 
     if max_train is not None:
         dataset = dataset.subset(n_train=max_train)
     torch = _require_torch()
-    from patchassoc.simulations.engines.vit.training import RECIPES, recipe_for, study
+    from patchassoc.simulations.engines.vit.recipes import RECIPES, recipe_for
+    from patchassoc.simulations.engines.vit.training import study
 
     recipe = recipe_for(data, **recipe_overrides)
     declared = DECLARED.get(data, {})
@@ -282,16 +286,26 @@ def preview_reasons(summary: dict) -> list[str]:
     if n_train is not None and n_train < declared["n_train"]:
         reasons.append(f"{n_train} of {declared['n_train']} training images")
     recipe = summary.get("recipe")
+    name = summary.get("recipe_name", "default")
     if recipe:
-        from patchassoc.simulations.engines.vit.training import RECIPES
+        from patchassoc.simulations.engines.vit.recipes import LONG_RECIPES, RECIPES
 
-        changed = [f"{k} {recipe[k]} (declared {v})" for k, v in RECIPES[data].to_dict().items()
+        table = LONG_RECIPES if name == "long" else RECIPES
+        if data not in table:
+            return reasons + [f"no declared {name} recipe for {data}"]
+        changed = [f"{k} {recipe[k]} (declared {v})" for k, v in table[data].to_dict().items()
                    if k in recipe and recipe[k] != v]
         reasons += changed
     n_seeds = len(summary.get("seeds") or [])
     if n_seeds < declared["seeds"]:
         reasons.append(f"{n_seeds} seed{'s' if n_seeds != 1 else ''} (declared "
                        f"{declared['seeds']})")
+    if name == "long":
+        n_controls = len(summary.get("control_seeds") or [])
+        want = declared.get("control_seeds", 3)
+        if n_controls < want:
+            reasons.append(f"{n_controls} control seed{'s' if n_controls != 1 else ''} "
+                           f"(declared {want})")
     return reasons
 
 
@@ -335,7 +349,7 @@ def claim6(summary: dict, max_gap_points: float = MAX_GAP_POINTS,
     detail = (f"{summary.get('data')}, {gap['n']} seeds: positional {100 * pos:.2f} %, "
               f"standard {100 * std:.2f} %, gap {measured:+.2f} points ({ci_text}); "
               + controls_text(summary))
-    label = DECLARED.get(data, {}).get("label", data)
+    label = DECLARED.get(data, {}).get("label", data) + _recipe_label(summary)
     claim = (f"decided on {label}: the 95 % CI of the paired accuracy gap (positional-only "
              f"attention minus standard ViT) lies inside +-{max_gap_points:g} points"
              + (f" (both >= {100 * floor:g} %)" if floor > 0 else ""))
@@ -538,8 +552,8 @@ def folder_summary(folder) -> dict:
             raise UsageError(f"{path} is not the summary of a `patchassoc vit` comparison")
         _fill_loss_curves(data, folder)
         return data
-    raise FileNotFoundError(f"no `patchassoc vit` result in {folder} (summary.json expected: "
-                            f"the folder given to `patchassoc vit --out`)")
+    raise UsageError(f"no `patchassoc vit` result in {folder} (summary.json expected: the "
+                     f"folder given to `patchassoc vit --out`)")
 
 
 def _fill_loss_curves(summary: dict, folder: Path) -> None:
@@ -561,26 +575,113 @@ def _fill_loss_curves(summary: dict, folder: Path) -> None:
                 result.train_loss[result.kinds.index(k)].mean(axis=0).tolist())
 
 
+def _recipe_label(summary: dict) -> str:
+    """`` (long recipe, E epochs)`` for a long study, ``" (E epochs)"`` for Fashion-MNIST's
+    2-epoch one, empty otherwise."""
+    epochs = (summary.get("recipe") or {}).get("epochs")
+    if summary.get("recipe_name") == "long":
+        return f" (long recipe, {epochs} epochs)"
+    if summary.get("data") == "fashion-mnist" and epochs is not None:
+        return f" ({epochs} epochs)"
+    return ""
+
+
+def is_long(summary: dict) -> bool:
+    """A summary of a long study of a data set with a declared one (it decides claim 6)."""
+    return summary.get("recipe_name") == "long" and summary.get("data") in DECLARED
+
+
+def is_budget_reading(summary: dict) -> bool:
+    """A summary of Fashion-MNIST's 2-epoch study: a reading within a budget, never the verdict
+    (SPEC section 6, claim 6, amended by issue 38)."""
+    return (summary.get("data") == "fashion-mnist"
+            and summary.get("recipe_name", "default") == "default")
+
+
+def find_budget_reading(long_dir) -> Path | None:
+    """The 2-epoch Fashion-MNIST study among the sibling folders of ``long_dir`` (the first in
+    name order whose ``summary.json`` is one), or None."""
+    long_dir = Path(long_dir).resolve()
+    try:
+        siblings = sorted(p for p in long_dir.parent.iterdir() if p.is_dir())
+    except OSError:
+        return None
+    for folder in siblings:
+        if folder == long_dir or not (folder / "summary.json").is_file():
+            continue
+        try:
+            summary = folder_summary(folder)
+        except (UsageError, FileNotFoundError):
+            continue
+        if is_budget_reading(summary):
+            return folder
+    return None
+
+
+def _beside_text(rec: dict, what: str) -> str:
+    return f"{what} ({rec['status']}): {rec['claim']}: {rec['measured']}"
+
+
 def decide(beside: dict | None, vit_dir) -> dict:
-    """Claim 6's record decided on the data set of the ``patchassoc vit`` folder ``vit_dir``
-    (SPEC section 6, claim 6: Fashion-MNIST when its study folder is given), with ``beside``
-    (the reproduction's record, the digits) reported beside it. A data set without a declared
-    study gives a preview, never a verdict.
+    """Claim 6's record from ``patchassoc vit`` folders (SPEC section 6, claim 6, "Which reading
+    decides"), with ``beside`` (the reproduction's record, the digits) reported beside it.
+
+    ``vit_dir`` is one folder or a list. A long study (``--recipe long``) decides; without one,
+    a folder of another data set or recipe decides (a data set without a declared study gives a
+    preview, never a verdict), and without that the reproduction's record stands. Fashion-MNIST's
+    2-epoch study never decides: it is reported beside the verdict, as a reading within a budget;
+    when a long study is given without it, it is looked for among the long folder's siblings
+    (:func:`find_budget_reading`). The record's ``values`` name each reading beside it
+    (``beside``: the digits; ``beside_budget``: the 2-epoch reading and its folder).
+
+    Raises
+    ------
+    UsageError
+        Two folders that would both decide (two long studies, or two of other studies).
 
     Notes
     -----
-    SPEC section 6, claim 6 ("Which data set decides").
+    SPEC section 6, claim 6 ("Which data set decides", amended by issue 38).
     """
-    summary = folder_summary(vit_dir)
-    rec = _record(claim6(summary), str(vit_dir))
-    data = summary.get("data")
-    rec["values"].update(data=data, floor=DECLARED.get(data, {}).get("floor"))
-    if data not in DECLARED:
-        rec = as_preview(rec, f"{data} has no declared study (SPEC section 6, claim 6)")
-    if beside is not None and beside.get("status") != "not run":
-        rec["values"]["beside"] = beside
-        rec["detail"] = (f"{rec['detail']}. Beside it ({beside['status']}): {beside['claim']}: "
-                         f"{beside['measured']}")
+    dirs = list(vit_dir) if isinstance(vit_dir, (list, tuple)) else [vit_dir]
+    read = [(Path(d), folder_summary(d)) for d in dirs]
+    longs = [x for x in read if is_long(x[1])]
+    budgets = [x for x in read if is_budget_reading(x[1])]
+    others = [x for x in read if not is_long(x[1]) and not is_budget_reading(x[1])]
+    deciding = longs or others
+    if len(deciding) > 1 or (longs and others):
+        raise UsageError("--vit: give at most one folder that decides claim 6 (a long study, "
+                         "or one study of another data set); got "
+                         + ", ".join(str(d) for d, _ in longs + others))
+    if longs and not budgets:
+        found = find_budget_reading(longs[0][0])
+        if found is not None:
+            budgets = [(found, folder_summary(found))]
+    if deciding:
+        folder, summary = deciding[0]
+        rec = _record(claim6(summary), str(folder))
+        data = summary.get("data")
+        rec["values"].update(data=data, floor=DECLARED.get(data, {}).get("floor"),
+                             recipe_name=summary.get("recipe_name", "default"))
+        if data not in DECLARED:
+            rec = as_preview(rec, f"{data} has no declared study (SPEC section 6, claim 6)")
+        if beside is not None and beside.get("status") != "not run":
+            rec["values"]["beside"] = beside
+            rec["detail"] = f"{rec['detail']}. Beside it: {_beside_text(beside, 'the digits')}"
+    elif beside is not None:
+        rec = dict(beside, values=dict(beside.get("values") or {}))
+    else:
+        rec = not_run("6", "no study decides claim 6 here (give a long study or a reproduction)",
+                      claim=CLAIM)
+    for folder, summary in budgets[:1]:
+        budget = _record(claim6(summary), str(folder))
+        rec["values"]["beside_budget"] = dict(budget, folder=str(folder))
+        text = _beside_text(budget, f"the 2-epoch reading, within a budget, not the verdict; "
+                                    f"{folder}")
+        rec["detail"] = f"{rec['detail']}. Beside it: {text}" if rec.get("detail") else text
+    if longs and not budgets:
+        rec["detail"] += (". The 2-epoch reading: not found beside the long study (give its "
+                          "folder as a second --vit)")
     return rec
 
 

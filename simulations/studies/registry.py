@@ -21,6 +21,7 @@ from patchassoc.simulations.studies import (claim1_grid, claim2_flow, claim3_sol
                                             spatial_locality)
 from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_transfer
 from patchassoc.simulations.studies.robustness import run as robustness
+from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies.study import LiveContext, Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, is_quick, not_run, record,
@@ -90,7 +91,7 @@ def collect_from(root: str | Path, quick: bool | None = None) -> list[dict]:
     """
     root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a folder")
+        raise UsageError(f"{root} is not a folder (a `patchassoc reproduce` folder expected)")
     quick = is_quick(root) if quick is None else bool(quick)
     claims = [_verdict(s, root) for s in claim_studies()]
     if quick:

@@ -340,7 +340,7 @@ def test_the_map_draws_censored_failing_and_extended_points(tmp_path):
 
 
 def test_grid_command_with_a_horizon_and_a_budget(tmp_path, capsys):
-    argv = ["grid", "--ds", "64", "--max-D", "6", "--max-steps", "100", "--t-max", "1e5",
+    argv = ["grid", "--ds", "64", "--max-patches", "6", "--steps", "100", "--t-max", "1e5",
             "--out", str(tmp_path / "g"), "--quiet", "--no-figures"]
     assert main(argv + ["--json"]) == 0
     s = json.loads(capsys.readouterr().out)
@@ -350,8 +350,8 @@ def test_grid_command_with_a_horizon_and_a_budget(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "at the horizon t = 1e+05" in text and "PREVIEW" in text
     assert "beside it, within 100 GD steps (a budget reading, not the verdict)" in text
-    assert main(["grid", "--max-D", "49", "--quiet"]) == 2
-    assert "--max-D" in capsys.readouterr().err
+    assert main(["grid", "--max-patches", "49", "--quiet"]) == 2
+    assert "--max-patches must lie in 4..48" in capsys.readouterr().err
 
 
 def test_beyond_the_budget_D_a_point_is_read_by_the_flow_alone(tmp_path):
@@ -363,7 +363,7 @@ def test_beyond_the_budget_D_a_point_is_read_by_the_flow_alone(tmp_path):
     assert ext["n_points"] == 1 and ext["budget"]["n_points"] == 0
     from patchassoc.figures import grid_map
     assert grid_map.gd_steps(rec) is None
-    with pytest.raises(ValueError, match="budget-max-D"):
+    with pytest.raises(ValueError, match="--budget-max-patches"):
         cg.compute(tmp_path, ds=(64,), max_D=4, budget_max_D=16)
 
 

@@ -137,7 +137,7 @@ def test_the_sample_size_summary_and_its_fit():
 
 
 def test_bad_sample_size_input_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="sizes"):
+    with pytest.raises(ValueError, match="--ns must be distinct"):
         cf.compute_sample_size(tmp_path, sizes=(1000, 1000))
     with pytest.raises(ValueError, match="seeds"):
         cf.compute_sample_size(tmp_path, sizes=(1000,), seeds=0)

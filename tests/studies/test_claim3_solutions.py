@@ -228,7 +228,7 @@ def test_figure_draws_every_construction(tiny_table, tmp_path):
 
 
 def test_solutions_command_json_and_render(capsys, tmp_path):
-    argv = ["solutions", "--preset", "tiny", "--lambdas", "0,16", "--gd-steps", "50",
+    argv = ["solutions", "--preset", "tiny", "--lambdas", "0,16", "--steps", "50",
             "--no-sampled", "--alt-q", "0.2", "--out", str(tmp_path / "o"), "--quiet",
             "--no-figures"]
     assert main(argv + ["--json"]) == 0

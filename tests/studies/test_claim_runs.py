@@ -109,7 +109,7 @@ def test_one_seed_record_is_scored_with_the_paper_metrics(tmp_path):
 
 def test_grid_and_seeds_commands(tmp_path, capsys):
     from patchassoc.cli.main import main
-    argv = ["grid", "--ds", "64", "--max-D", "4", "--max-steps", "100", "--out",
+    argv = ["grid", "--ds", "64", "--max-patches", "4", "--steps", "100", "--out",
             str(tmp_path / "g"), "--quiet"]
     assert main(argv + ["--json"]) == 0
     s = json.loads(capsys.readouterr().out)
@@ -122,7 +122,7 @@ def test_grid_and_seeds_commands(tmp_path, capsys):
     assert "--jobs" in capsys.readouterr().err
     argv = ["seeds", "--seeds", "1", "--set", "d=16", "--set", "n_train=100", "--set",
             "n_test=100", "--set", "steps=3", "--set", "records=2", "--no-control",
-            "--horizon", "12", "--out", str(tmp_path / "s"), "--quiet", "--json"]
+            "--steps", "12", "--out", str(tmp_path / "s"), "--quiet", "--json"]
     assert main(argv) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["n_seeds"] == 1 and s["preview"] and s["config"]["diagonal"] == "fixed"
@@ -131,5 +131,5 @@ def test_grid_and_seeds_commands(tmp_path, capsys):
     assert s["pass_rate"]["t"][-1] == 12 and s["records"][0]["curve"]["t"][-1] == 12
     assert (tmp_path / "s" / "seeds_horizon.png").exists()
     # the budget step (the config's steps) must lie within the horizon
-    assert main(argv[:argv.index("--horizon")] + ["--horizon", "2", "--quiet"]) == 2
-    assert "horizon" in capsys.readouterr().err
+    assert main(argv[:argv.index("--steps")] + ["--steps", "2", "--quiet"]) == 2
+    assert "must be <= the horizon (--steps 2)" in capsys.readouterr().err

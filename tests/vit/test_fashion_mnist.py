@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from patchassoc.simulations.engines.vit import fashion_mnist as fm
-from patchassoc.simulations.runtime.errors import UsageError
+from patchassoc.simulations.runtime.errors import CorruptFile, RunError, UsageError
 
 SMALL = {"train-images-idx3-ubyte": (6, 28, 28), "train-labels-idx1-ubyte": (6,),
          "t10k-images-idx3-ubyte": (4, 28, 28), "t10k-labels-idx1-ubyte": (4,)}
@@ -94,7 +94,7 @@ def test_read_idx_refuses_a_malformed_file_in_one_line_naming_it(tmp_path, mutat
     raw = idx_bytes(arr)
     path = tmp_path / "x-idx2-ubyte"
     path.write_bytes(mutate(raw))
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(CorruptFile) as info:
         fm.read_idx(path, (3, 5), hashlib.sha256(raw).hexdigest())
     assert message in one_line(info) and str(path) in str(info.value)
 
@@ -108,7 +108,7 @@ def test_a_flipped_byte_in_a_gzip_file_is_refused(tmp_path):
         bad = bytearray(gz)
         bad[where] ^= 0x01
         (tmp_path / "f.gz").write_bytes(bytes(bad))
-        with pytest.raises(UsageError) as info:
+        with pytest.raises(CorruptFile) as info:
             fm.read_idx(tmp_path / "f.gz", (50, 28, 28), hashlib.sha256(raw).hexdigest())
         assert str(tmp_path / "f.gz") in one_line(info)
         refused += 1
@@ -149,7 +149,7 @@ def test_a_label_out_of_range_is_refused(small, monkeypatch, tmp_path):
     (tmp_path / "src" / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(labels)))
     monkeypatch.setitem(fm.SHA256, "t10k-labels-idx1-ubyte",
                         hashlib.sha256(idx_bytes(labels)).hexdigest())
-    with pytest.raises(UsageError, match="labels must lie in 0..9, got 10"):
+    with pytest.raises(CorruptFile, match="labels must lie in 0..9, got 10"):
         fm.read_fashion_mnist(tmp_path / "src")
 
 
@@ -197,7 +197,7 @@ def test_fetch_downloads_extracts_checks_and_moves_the_files_into_place(small, t
 
 def test_fetch_on_a_fresh_machine_updates_the_lists_once_then_downloads(small, tmp_path):
     apt, dpkg = _stand_ins(tmp_path, tmp_path / "src", lists=False)
-    with pytest.raises(UsageError, match="Unable to locate package"):
+    with pytest.raises(RunError, match="Unable to locate package"):
         fm.fetch(tmp_path / "dest", apt_get=apt, dpkg_deb=dpkg, update=False)
     assert not (tmp_path / "lists-updated").exists()
     out = fm.fetch(tmp_path / "dest", apt_get=apt, dpkg_deb=dpkg, update=True)
@@ -210,7 +210,7 @@ def test_fetch_refuses_a_corrupt_package_and_moves_nothing(small, tmp_path):
     raw[-1] ^= 0x01
     bad.write_bytes(gzip.compress(bytes(raw)))
     apt, dpkg = _stand_ins(tmp_path, tmp_path / "src")
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(CorruptFile) as info:
         fm.fetch(tmp_path / "dest", apt_get=apt, dpkg_deb=dpkg)
     assert "SHA-256" in one_line(info)
     assert list((tmp_path / "dest" / "fashion-mnist").iterdir()) == []  # work folder removed
@@ -225,7 +225,7 @@ def test_fetch_says_in_one_line_when_it_cannot_and_names_the_files(small, tmp_pa
     apt, dpkg = _stand_ins(tmp_path, tmp_path / "src", apt_status=100)
     if which == "missing":
         apt = str(tmp_path / "no-such-apt-get")
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(RunError) as info:
         fm.fetch(tmp_path / "dest", apt_get=apt, dpkg_deb=dpkg, update=True)
     text = one_line(info)
     assert message in text and "train-images-idx3-ubyte.gz" in text and "--data-dir" in text
@@ -236,7 +236,7 @@ def test_the_data_command_reports_and_refuses_in_one_line(small, tmp_path, capsy
 
     dest = tmp_path / "d"
     os.renames(tmp_path / "src", dest / "fashion-mnist")
-    assert main(["data", "fashion-mnist", "--dir", str(dest), "--json"]) == 0
+    assert main(["data", "fashion-mnist", "--data-dir", str(dest), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["how"] == "found" and s["folder"] == str(dest / "fashion-mnist")
     assert set(s["files"]) == set(SMALL)
@@ -244,7 +244,7 @@ def test_the_data_command_reports_and_refuses_in_one_line(small, tmp_path, capsy
     raw = bytearray(gzip.decompress(path.read_bytes()))
     raw[100] ^= 0x01  # one byte flipped
     path.write_bytes(gzip.compress(bytes(raw)))
-    assert main(["data", "fashion-mnist", "--dir", str(dest), "--quiet"]) == 2
+    assert main(["data", "fashion-mnist", "--data-dir", str(dest), "--quiet"]) == 1  # data
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("patchassoc: error: ") and str(path) in err[0]
     assert "SHA-256" in err[0]

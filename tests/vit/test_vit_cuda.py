@@ -61,3 +61,46 @@ def test_device_cuda_without_cuda_is_one_line_and_status_2(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("patchassoc: error: ") and "no CUDA" in err[0]
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device here: the long recipe on CUDA is tested "
+                                         "only where CUDA exists")
+def test_the_long_recipe_runs_on_cuda_with_the_cpus_augmentation_draws(monkeypatch):
+    """``--recipe long --device cuda`` runs the same recipe: the crop and flip are drawn on the
+    CPU from the run's generator, so a CUDA run sees the CPU run's batches bit for bit; its
+    numbers are another draw within the declared tolerance (SPEC section 6, claim 6)."""
+    from dataclasses import replace
+
+    from patchassoc.simulations.engines.vit import training
+    from .test_vit_long import TINY, images
+
+    seen = {"cpu": [], "cuda": []}
+    real = training.augment
+    for device in ("cpu", "cuda"):
+        def spy(*args, _device=device, **kwargs):
+            out = real(*args, **kwargs)
+            seen[_device].append(out.clone().cpu())
+            return out
+
+        monkeypatch.setattr(training, "augment", spy)
+        run = training.train_one(images(side=28), replace(TINY, epochs=2), "positional", 0,
+                                 device, curve=True)
+        assert np.isfinite(run.train_loss).all() and run.test_accuracy.shape == (2,)
+    assert len(seen["cpu"]) == len(seen["cuda"]) > 0
+    assert all(torch.equal(a, b) for a, b in zip(seen["cpu"], seen["cuda"]))
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="a CUDA device exists here: the refusal is for machines "
+                                     "without one")
+def test_the_long_recipe_on_cuda_without_cuda_is_one_line_and_status_2(tmp_path, capsys,
+                                                                       monkeypatch):
+    from patchassoc.cli.main import main
+    from patchassoc.simulations.studies import claim6_long
+
+    from .test_vit_long import images
+
+    monkeypatch.setattr(claim6_long, "load_dataset", lambda *a, **k: images(side=28))
+    assert main(["vit", "--data", "fashion-mnist", "--recipe", "long", "--device", "cuda",
+                 "--quiet", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("patchassoc: error: ") and "no CUDA" in err[0]

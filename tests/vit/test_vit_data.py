@@ -12,7 +12,7 @@ from scipy.io import savemat
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")
 
-from patchassoc.simulations.runtime.errors import UsageError  # noqa: E402
+from patchassoc.simulations.runtime.errors import CorruptFile, UsageError  # noqa: E402
 from patchassoc.simulations.engines.vit.data import (DIGITS_SPLIT, _stratified_split, load_cifar10,  # noqa: E402
                                   load_cifar100, load_dataset, load_digits, load_svhn,
                                   patch_grid, patch_permutation)
@@ -135,11 +135,11 @@ def test_foreign_pickles_and_mat_files_are_refused(tmp_path):
             return (os.system, ("echo pwned",))
 
     _write_pickle(folder / "test_batch", {b"data": Evil(), b"labels": [0]})
-    with pytest.raises(UsageError, match="refusing to load"):
+    with pytest.raises(CorruptFile, match="refusing to load"):
         load_cifar10(tmp_path)
     (tmp_path / "train_32x32.mat").write_bytes(b"not a mat file")
     (tmp_path / "test_32x32.mat").write_bytes(b"not a mat file")
-    with pytest.raises(UsageError, match="not an SVHN"):
+    with pytest.raises(CorruptFile, match="not an SVHN"):
         load_svhn(tmp_path)
 
 
@@ -166,11 +166,11 @@ def _good_rows(n=3):
 def test_a_malformed_cifar_batch_is_refused_in_one_line_naming_the_file(tmp_path, batch,
                                                                          message):
     """Object dtype, NaN, fractional or out-of-range pixels, labels out of range or of the wrong
-    type, and counts that do not match: one UsageError line naming the file, never a traceback
+    type, and counts that do not match: one CorruptFile line naming the file, never a traceback
     and never a silent cast to uint8."""
     folder, *_ = write_cifar10(tmp_path, np.random.default_rng(5))
     _write_pickle(folder / "data_batch_3", batch)
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(CorruptFile) as info:
         load_cifar10(tmp_path)
     text = str(info.value)
     assert message in text and str(folder / "data_batch_3") in text and "\n" not in text
@@ -181,7 +181,7 @@ def test_a_malformed_cifar100_batch_is_refused_with_its_label_range(tmp_path):
     folder.mkdir()
     _write_pickle(folder / "train", {b"data": _good_rows(), b"fine_labels": [0, 99, 100]})
     _write_pickle(folder / "test", {b"data": _good_rows(1), b"fine_labels": [0]})
-    with pytest.raises(UsageError, match="labels must lie in 0..99, got 0..100"):
+    with pytest.raises(CorruptFile, match="labels must lie in 0..99, got 0..100"):
         load_cifar100(tmp_path)
 
 
@@ -196,20 +196,21 @@ def test_a_malformed_svhn_file_is_refused_in_one_line_naming_it(tmp_path, X, y, 
     good = np.zeros((32, 32, 3, 1), dtype=np.uint8)
     savemat(tmp_path / "train_32x32.mat", {"X": X, "y": np.asarray(y, dtype=np.float64)})
     savemat(tmp_path / "test_32x32.mat", {"X": good, "y": np.array([[1.0]])})
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(CorruptFile) as info:
         load_svhn(tmp_path)
     text = str(info.value)
     assert message in text and str(tmp_path / "train_32x32.mat") in text and "\n" not in text
 
 
-def test_a_malformed_batch_is_one_line_and_status_2_from_the_command(tmp_path, capsys):
+def test_a_malformed_batch_is_one_line_and_status_1_from_the_command(tmp_path, capsys):
+    """A data error (a file there that cannot be read as its format): exit status 1."""
     from patchassoc.cli.main import main
 
     folder, *_ = write_cifar10(tmp_path, np.random.default_rng(8))
     _write_pickle(folder / "test_batch", {b"data": _good_rows().astype(object),
                                           b"labels": [0, 1, 2]})
     assert main(["vit", "--data", "cifar10", "--data-dir", str(tmp_path), "--quiet",
-                 "--out", str(tmp_path / "o")]) == 2
+                 "--out", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("patchassoc: error: ") and "test_batch" in err[0]
     assert not (tmp_path / "o").exists()

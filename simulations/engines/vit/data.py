@@ -6,7 +6,9 @@ integer labels, split into train and test. Nothing here downloads anything: the 
 scikit-learn; Fashion-MNIST is read from Debian's folder, the cache or a folder given (fetching it
 is :func:`~patchassoc.simulations.engines.vit.fashion_mnist.fetch`, ``patchassoc data``); CIFAR
 and SVHN are read from a folder the user already has, and a missing folder or file is a
-:class:`~patchassoc.simulations.runtime.errors.UsageError` naming what was expected.
+:class:`~patchassoc.simulations.runtime.errors.UsageError` naming what was expected (exit status
+2); a file that is there but cannot be read as its format is a
+:class:`~patchassoc.simulations.runtime.errors.CorruptFile` naming it (exit status 1).
 
 Formats read (the standard distributions of each benchmark):
 
@@ -55,7 +57,7 @@ import numpy as np
 
 from patchassoc.simulations.engines.vit.fashion_mnist import NAME as FASHION_MNIST
 from patchassoc.simulations.engines.vit.fashion_mnist import N_CLASSES, read_fashion_mnist
-from patchassoc.simulations.runtime.errors import UsageError
+from patchassoc.simulations.runtime.errors import CorruptFile, UsageError
 
 __all__ = ["ImageData", "DATASETS", "load_dataset", "load_digits", "load_fashion_mnist",
            "load_cifar10",
@@ -224,15 +226,15 @@ def _numbers(path: Path, what: str, values) -> np.ndarray:
     try:
         arr = np.asarray(values)
     except (ValueError, TypeError) as exc:  # ragged nesting, or objects NumPy cannot hold
-        raise UsageError(f"{path}: {what} is not a regular array ({exc})") from exc
+        raise CorruptFile(path, f"{what} is not a regular array ({exc})") from exc
     if arr.dtype.kind not in "uif":
-        raise UsageError(f"{path}: {what} must be numbers, got dtype {arr.dtype}")
+        raise CorruptFile(path, f"{what} must be numbers, got dtype {arr.dtype}")
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)):
-            raise UsageError(f"{path}: {what} must be finite, found "
+            raise CorruptFile(path, f"{what} must be finite, found "
                              f"{int(np.sum(~np.isfinite(arr)))} NaN or infinite values")
         if not np.array_equal(arr, np.round(arr)):
-            raise UsageError(f"{path}: {what} must be whole numbers")
+            raise CorruptFile(path, f"{what} must be whole numbers")
     return arr
 
 
@@ -240,7 +242,7 @@ def _pixels(path: Path, values) -> np.ndarray:
     """Checked pixel values (numbers, finite, whole, in 0..255) as uint8, never cast silently."""
     arr = _numbers(path, "pixel data", values)
     if arr.size and (arr.min() < 0 or arr.max() > 255):
-        raise UsageError(f"{path}: pixel values must lie in 0..255, got "
+        raise CorruptFile(path, f"pixel values must lie in 0..255, got "
                          f"{arr.min():g}..{arr.max():g}")
     return arr.astype(np.uint8)
 
@@ -249,7 +251,7 @@ def _labels(path: Path, values, low: int, high: int) -> np.ndarray:
     """Checked labels (numbers, finite, whole, in ``low..high``) as a flat int64 array."""
     arr = _numbers(path, "labels", values).reshape(-1)
     if arr.size and (arr.min() < low or arr.max() > high):
-        raise UsageError(f"{path}: labels must lie in {low}..{high}, got "
+        raise CorruptFile(path, f"labels must lie in {low}..{high}, got "
                          f"{arr.min():g}..{arr.max():g}")
     return arr.astype(np.int64)
 
@@ -260,17 +262,17 @@ def _read_cifar_batch(path: Path, label_key: bytes, n_classes: int
         with open(path, "rb") as fh:
             batch = _SafeUnpickler(io.BytesIO(fh.read()), encoding="bytes").load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
-        raise UsageError(f"{path} is not a CIFAR python batch ({exc})") from exc
+        raise CorruptFile(path, f"not a CIFAR python batch ({exc})") from exc
     if not isinstance(batch, dict):
-        raise UsageError(f"{path} is not a CIFAR python batch (not a dict)")
+        raise CorruptFile(path, f"not a CIFAR python batch (not a dict)")
     batch = {k.encode() if isinstance(k, str) else k: v for k, v in batch.items()}
     if b"data" not in batch or label_key not in batch:
-        raise UsageError(f"{path} is not a CIFAR python batch (keys data and "
+        raise CorruptFile(path, f"not a CIFAR python batch (keys data and "
                          f"{label_key.decode()} expected)")
     data = _pixels(path, batch[b"data"])
     labels = _labels(path, batch[label_key], 0, n_classes - 1)
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or data.shape[0] != labels.size:
-        raise UsageError(f"{path}: data must be N x 3072 with N labels, got {data.shape} and "
+        raise CorruptFile(path, f"data must be N x 3072 with N labels, got {data.shape} and "
                          f"{labels.size} labels")
     images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
     return np.ascontiguousarray(images), labels
@@ -300,12 +302,12 @@ def _read_svhn(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         mat = loadmat(path, variable_names=["X", "y"])
     except Exception as exc:  # scipy raises several types for a corrupt or foreign file
-        raise UsageError(f"{path} is not an SVHN .mat file ({type(exc).__name__}: {exc})") from exc
+        raise CorruptFile(path, f"not an SVHN .mat file ({type(exc).__name__}: {exc})") from exc
     if "X" not in mat or "y" not in mat:
-        raise UsageError(f"{path} is not an SVHN .mat file (variables X and y expected)")
+        raise CorruptFile(path, f"not an SVHN .mat file (variables X and y expected)")
     X, y = _pixels(path, mat["X"]), _labels(path, mat["y"], 1, 10)
     if X.ndim != 4 or X.shape[:3] != (32, 32, 3) or X.shape[3] != y.size:
-        raise UsageError(f"{path}: X must be 32 x 32 x 3 x N with N labels, got {X.shape} and "
+        raise CorruptFile(path, f"X must be 32 x 32 x 3 x N with N labels, got {X.shape} and "
                          f"{y.size} labels")
     return np.ascontiguousarray(X.transpose(3, 0, 1, 2)), y % 10
 
@@ -322,8 +324,8 @@ def load_svhn(data_dir) -> ImageData:
 def _checked(name, x_train, y_train, x_test, y_test, n_classes, max_value) -> ImageData:
     for split, y in (("train", y_train), ("test", y_test)):
         if y.size and (y.min() < 0 or y.max() >= n_classes):
-            raise UsageError(f"{name} {split} labels must lie in 0..{n_classes - 1}, got "
-                             f"{y.min()}..{y.max()}")
+            raise CorruptFile(f"{name} {split} labels", f"must lie in 0..{n_classes - 1}, got "
+                              f"{y.min()}..{y.max()}")
     return ImageData(name, x_train, y_train, x_test, y_test, n_classes, max_value)
 
 

@@ -17,7 +17,7 @@ refused in one line naming it. The reader also checks what the header says again
 length, the dimensions and the label range, so a file of the right format but the wrong content
 gives a clear message before the digest is even compared.
 
-Where the files are looked for, in order: the folder given (``--data-dir`` / ``--dir``) and its
+Where the files are looked for, in order: the folder given (``--data-dir``) and its
 subfolder ``fashion-mnist/``; Debian's ``/usr/share/datasets/fashion-mnist`` (package
 ``dataset-fashion-mnist``); the cache ``$XDG_CACHE_HOME/patchassoc/fashion-mnist`` (default
 ``~/.cache/patchassoc``). :func:`fetch` fills the cache (or a folder given) without root:
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.simulations.runtime.errors import UsageError
+from patchassoc.simulations.runtime.errors import CorruptFile, RunError, UsageError
 
 __all__ = ["NAME", "FILES", "SHA256", "SHA256_DEBIAN_GZ", "DEBIAN_PACKAGE", "DEBIAN_FOLDER",
            "N_TRAIN", "N_TEST", "SIDE", "N_CLASSES", "read_idx", "cache_dir", "find_folder",
@@ -111,7 +111,7 @@ def read_idx(path, shape: tuple[int, ...] | None = None, digest: str | None = No
 
     Raises
     ------
-    UsageError
+    CorruptFile
         One line naming the file: unreadable, not gzip, not idx, not unsigned bytes, a length
         that disagrees with its header, the wrong shape, or the wrong digest.
 
@@ -127,30 +127,30 @@ def read_idx(path, shape: tuple[int, ...] | None = None, digest: str | None = No
         else:
             raw = path.read_bytes()
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise UsageError(f"{path}: not a readable gzip file ({exc}); a corrupt or truncated "
+        raise CorruptFile(path, f"not a readable gzip file ({exc}); a corrupt or truncated "
                          f"download: delete it and fetch it again") from exc
     except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+        raise CorruptFile(path, f"cannot be read ({exc.strerror or exc})") from exc
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
-        raise UsageError(f"{path}: not an idx file (it must start with two zero bytes)")
+        raise CorruptFile(path, f"not an idx file (it must start with two zero bytes)")
     kind, ndim = raw[2], raw[3]
     if kind != _UBYTE:
-        raise UsageError(f"{path}: idx type code 0x{kind:02x}, expected 0x08 (unsigned bytes)")
+        raise CorruptFile(path, f"idx type code 0x{kind:02x}, expected 0x08 (unsigned bytes)")
     head = 4 + 4 * ndim
     if ndim < 1 or len(raw) < head:
-        raise UsageError(f"{path}: idx header cut short ({len(raw)} bytes for {ndim} "
+        raise CorruptFile(path, f"idx header cut short ({len(raw)} bytes for {ndim} "
                          f"dimensions)")
     dims = tuple(int(d) for d in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
     size = int(np.prod(dims, dtype=np.int64))
     if len(raw) != head + size:
-        raise UsageError(f"{path}: the header announces {' x '.join(map(str, dims))} = {size} "
+        raise CorruptFile(path, f"the header announces {' x '.join(map(str, dims))} = {size} "
                          f"bytes of data, the file holds {len(raw) - head}")
     if shape is not None and dims != tuple(shape):
-        raise UsageError(f"{path}: holds an array of shape {dims}, expected {tuple(shape)}")
+        raise CorruptFile(path, f"holds an array of shape {dims}, expected {tuple(shape)}")
     if digest is not None:
         got = hashlib.sha256(raw).hexdigest()
         if got != digest:
-            raise UsageError(f"{path}: SHA-256 of its content {got[:16]}... differs from "
+            raise CorruptFile(path, f"SHA-256 of its content {got[:16]}... differs from "
                              f"Fashion-MNIST's {digest[:16]}...: a corrupt or different file; "
                              f"delete it and run `patchassoc data fashion-mnist`")
     return np.frombuffer(raw, dtype=np.uint8, offset=head).reshape(dims)
@@ -197,7 +197,7 @@ def find_folder(data_dir=None) -> tuple[Path, dict[str, Path]]:
             return folder, files
     if data_dir is not None and not Path(data_dir).expanduser().is_dir():
         raise UsageError(f"data folder {data_dir} does not exist; run `patchassoc data "
-                         f"fashion-mnist --dir {data_dir}`, or {_hand_placed_hint()}")
+                         f"fashion-mnist --data-dir {data_dir}`, or {_hand_placed_hint()}")
     raise UsageError(f"no Fashion-MNIST files in {' or '.join(str(p) for p in places)}: run "
                      f"`patchassoc data fashion-mnist`, or {_hand_placed_hint()}")
 
@@ -208,7 +208,7 @@ def verify_folder(files: dict[str, Path]) -> dict[str, np.ndarray]:
     for name in ("train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"):
         top = int(arrays[name].max())
         if top >= N_CLASSES:  # cannot happen with the right digest; kept for a changed table
-            raise UsageError(f"{files[name]}: labels must lie in 0..{N_CLASSES - 1}, got {top}")
+            raise CorruptFile(files[name], f"labels must lie in 0..{N_CLASSES - 1}, got {top}")
     return arrays
 
 
@@ -261,14 +261,14 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
     except FileNotFoundError as exc:
-        raise UsageError(f"cannot fetch Fashion-MNIST: {cmd[0]} is not installed (a Debian "
+        raise RunError(f"cannot fetch Fashion-MNIST: {cmd[0]} is not installed (a Debian "
                          f"tool); {_hand_placed_hint()}") from exc
     except subprocess.TimeoutExpired as exc:
-        raise UsageError(f"cannot fetch Fashion-MNIST: {what} took over 10 minutes; "
+        raise RunError(f"cannot fetch Fashion-MNIST: {what} took over 10 minutes; "
                          f"{_hand_placed_hint()}") from exc
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        raise UsageError(f"cannot fetch Fashion-MNIST: {what} failed ({last}); "
+        raise RunError(f"cannot fetch Fashion-MNIST: {what} failed ({last}); "
                          f"{_hand_placed_hint()}")
 
 
@@ -279,7 +279,7 @@ def _download(apt_get: str, work: Path, update: bool) -> None:
     what = f"`{apt_get} download {DEBIAN_PACKAGE}`"
     try:
         _run([apt_get, "download", DEBIAN_PACKAGE], work, what)
-    except UsageError:
+    except RunError:
         if not update:
             raise
         _run([apt_get, "update", "-qq"], work, f"`{apt_get} update`")
@@ -314,9 +314,11 @@ def fetch(dest=None, apt_get: str = "apt-get", dpkg_deb: str = "dpkg-deb",
 
     Raises
     ------
-    UsageError
-        One line when the files cannot be found nor fetched (naming the standard file names a
-        user can place by hand), or when a file found or fetched is corrupt.
+    RunError
+        One line when the files cannot be fetched (naming the standard file names a user can
+        place by hand).
+    CorruptFile
+        When a file found or fetched is corrupt.
     """
     places = _candidates(dest) if dest is not None else _candidates(None)
     for folder in places:
@@ -328,19 +330,19 @@ def fetch(dest=None, apt_get: str = "apt-get", dpkg_deb: str = "dpkg-deb",
         target.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=target))
     except OSError as exc:
-        raise UsageError(f"cannot write to {target} ({exc.strerror or exc}); choose another "
-                         f"folder with --dir") from exc
+        raise RunError(f"cannot write to {target} ({exc.strerror or exc}); choose another "
+                         f"folder with --data-dir") from exc
     try:
         _download(apt_get, work, os.geteuid() == 0 if update is None else bool(update))
         debs = sorted(work.glob(f"{DEBIAN_PACKAGE}_*.deb"))
         if not debs:
-            raise UsageError(f"cannot fetch Fashion-MNIST: `{apt_get} download` left no .deb; "
+            raise RunError(f"cannot fetch Fashion-MNIST: `{apt_get} download` left no .deb; "
                              f"{_hand_placed_hint()}")
         _run([dpkg_deb, "-x", str(debs[-1]), str(work / "x")], work, f"`{dpkg_deb} -x`")
         extracted = work / "x" / _PACKAGE_PATH
         files = _complete(extracted) if extracted.is_dir() else None
         if not files:
-            raise UsageError(f"cannot fetch Fashion-MNIST: the package {debs[-1].name} holds no "
+            raise RunError(f"cannot fetch Fashion-MNIST: the package {debs[-1].name} holds no "
                              f"/{_PACKAGE_PATH}; {_hand_placed_hint()}")
         verify_folder(files)  # before anything is moved into place
         for name, path in files.items():

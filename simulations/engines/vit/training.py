@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -46,126 +46,22 @@ from torch import nn
 from patchassoc.simulations.engines.vit.comparison import ShuffleResult, ViTResult
 from patchassoc.simulations.engines.vit.data import (ImageData, block_permutation, check_block,
                                                      patch_grid, token_permutation)
-from patchassoc.simulations.engines.vit.models import (ATTENTIONS, CNNConfig, ViTConfig, build_cnn,
+from patchassoc.simulations.engines.vit.models import (ATTENTIONS, CNNConfig, build_cnn,
                                                        build_model, count_parameters)
+from patchassoc.simulations.engines.vit.recipes import (AUGMENTATIONS, CNN_WIDTH, LONG_RECIPES,
+                                                        RECIPE_NAMES, RECIPES, Recipe,
+                                                        recipe_for)
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.executor import map_tasks
 from patchassoc.simulations.runtime.progress import progress_bar
 
-__all__ = ["Recipe", "RECIPES", "recipe_for", "prepare", "patchify", "augment", "train_one",
+__all__ = ["Recipe", "RECIPES", "LONG_RECIPES", "RECIPE_NAMES", "recipe_for", "schedule_steps",
+           "prepare", "patchify", "augment", "train_one",
            "RunOutcome", "Task", "run_tasks", "compare", "study", "resolve_device",
            "AUGMENTATIONS", "MODELS", "CNN_WIDTH", "shuffle_for"]
 
-AUGMENTATIONS = ("none", "crop", "crop_flip")
 #: Every trainable model: the ViT attention kinds and the small CNN.
 MODELS = ATTENTIONS + ("cnn",)
-#: Channels of the CNN's first convolution (:class:`~.models.CNNConfig`).
-CNN_WIDTH = 32
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """Architecture and training recipe shared by the compared models.
-
-    Parameters
-    ----------
-    patch : int
-        Patch side p (the image side must be a multiple).
-    dim, depth, heads, mlp_ratio : int
-        Architecture (see :class:`~patchassoc.simulations.engines.vit.models.ViTConfig`).
-    epochs : int
-        Passes over the training set.
-    batch_size : int
-        Mini-batch size.
-    lr : float
-        Peak AdamW learning rate.
-    weight_decay : float
-        AdamW decoupled weight decay.
-    warmup_epochs : float
-        Length of the linear warm-up (then cosine decay to 0).
-    label_smoothing : float
-        Cross-entropy label smoothing in [0, 1).
-    augment : {"none", "crop", "crop_flip"}
-        Random crop after zero padding by ``pad`` pixels, and horizontal flip.
-    pad : int
-        Padding of the random crop.
-    cnn_width : int
-        Channels of the small CNN's first convolution (the CNN of the shuffled-patch
-        experiment; see :class:`~patchassoc.simulations.engines.vit.models.CNNConfig`).
-    """
-
-    patch: int = 2
-    dim: int = 64
-    depth: int = 2
-    heads: int = 4
-    mlp_ratio: int = 2
-    epochs: int = 30
-    batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 0.05
-    warmup_epochs: float = 3.0
-    label_smoothing: float = 0.0
-    augment: str = "none"
-    pad: int = 1
-    cnn_width: int = CNN_WIDTH
-
-    def __post_init__(self) -> None:
-        for name in ("patch", "dim", "depth", "heads", "mlp_ratio", "epochs", "batch_size",
-                     "cnn_width"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.dim % self.heads:
-            raise ValueError(f"heads ({self.heads}) must divide dim ({self.dim})")
-        for name in ("lr", "weight_decay", "warmup_epochs", "label_smoothing"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if self.lr <= 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.label_smoothing >= 1:
-            raise ValueError(f"label_smoothing must be < 1, got {self.label_smoothing}")
-        if self.augment not in AUGMENTATIONS:
-            raise ValueError(f"augment must be one of {', '.join(AUGMENTATIONS)}; "
-                             f"got {self.augment!r}")
-        if isinstance(self.pad, bool) or not isinstance(self.pad, int) or self.pad < 0:
-            raise ValueError(f"pad must be an integer >= 0, got {self.pad!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def model_config(self, n_patches: int, patch_dim: int, n_classes: int,
-                     attention: str) -> ViTConfig:
-        return ViTConfig(n_patches=n_patches, patch_dim=patch_dim, n_classes=n_classes,
-                         dim=self.dim, depth=self.depth, heads=self.heads,
-                         mlp_ratio=self.mlp_ratio, attention=attention)
-
-
-#: Default recipe per data set. Digits: sized to run in minutes on two CPU cores. Fashion-MNIST:
-#: the recipe declared in SPEC section 6, claim 6 (4 x 4 patches, a 7 x 7 grid; 2 epochs over the
-#: 60,000 images, sized to the study's budget on two CPU cores). CIFAR/SVHN: a small ViT for
-#: 32 x 32 images (4 x 4 patches, an 8 x 8 grid), meant for a GPU.
-RECIPES: dict[str, Recipe] = {
-    "digits": Recipe(),
-    "fashion-mnist": Recipe(patch=4, dim=64, depth=2, heads=4, mlp_ratio=2, epochs=2,
-                            batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=0.2,
-                            label_smoothing=0.0, augment="none", cnn_width=16),
-    "cifar10": Recipe(patch=4, dim=192, depth=6, heads=6, mlp_ratio=2, epochs=100,
-                      batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=5,
-                      label_smoothing=0.1, augment="crop_flip", pad=4),
-    "svhn": Recipe(patch=4, dim=192, depth=6, heads=6, mlp_ratio=2, epochs=30,
-                   batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=2,
-                   label_smoothing=0.1, augment="crop", pad=4),
-}
-RECIPES["cifar100"] = RECIPES["cifar10"]
-
-
-def recipe_for(data: str, **overrides) -> Recipe:
-    """The default recipe of data set ``data`` with some fields replaced (``None`` = keep)."""
-    if data not in RECIPES:
-        raise UsageError(f"no recipe for data set {data!r}")
-    changes = {k: v for k, v in overrides.items() if v is not None}
-    return replace(RECIPES[data], **changes)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -240,7 +136,8 @@ def augment(images: torch.Tensor, kind: str, pad: int, generator: torch.Generato
 @dataclass(frozen=True, eq=False)
 class RunOutcome:
     """One trained model: test accuracy, loss per epoch, attention maps (None for the CNN),
-    positional encodings in token order (None for the CNN), timings."""
+    positional encodings in token order (None for the CNN), timings, and the test accuracy
+    after every epoch (None unless the run was asked for it: ``curve``)."""
 
     attention_kind: str
     seed: int
@@ -251,6 +148,7 @@ class RunOutcome:
     wall_s: float
     cpu_s: float
     pos: np.ndarray | None = None
+    test_accuracy: np.ndarray | None = None
 
 
 class _FusedAdamW:
@@ -305,6 +203,13 @@ class _FusedAdamW:
                                 grad_scale=None, found_inf=None)
 
 
+def schedule_steps(recipe: Recipe, n_train: int) -> tuple[int, int]:
+    """(W, T): the warm-up steps and the total steps of ``recipe`` on ``n_train`` images,
+    W = round(warmup_epochs x ceil(n_train / batch_size)), T = epochs x the same."""
+    steps_per_epoch = math.ceil(n_train / recipe.batch_size)
+    return int(round(recipe.warmup_epochs * steps_per_epoch)), steps_per_epoch * recipe.epochs
+
+
 def _lr_factor(step: int, warmup: int, total: int) -> float:
     if warmup > 0 and step < warmup:
         return (step + 1) / warmup
@@ -327,22 +232,23 @@ def _inputs(images: torch.Tensor, model: str, patch: int, perm: torch.Tensor | N
 
 
 @torch.no_grad()
-def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000
+def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000, maps: bool = True
               ) -> tuple[float, torch.Tensor | None]:
-    """Test accuracy and, for a content model, the mean attention over the images."""
+    """Test accuracy and, for a content model when ``maps``, the mean attention over the
+    images."""
     model.eval()
     correct, total = 0, 0
     maps_sum = None
     for start in range(0, x.shape[0], batch):
         inputs = _inputs(x[start:start + batch].to(device), kind, patch, perm)
         if kind == "cnn":
-            logits, maps = model(inputs), None
+            logits, layer_maps = model(inputs), None
         else:
-            logits, maps = model(inputs, return_attention=True)
+            logits, layer_maps = model(inputs, return_attention=True)
         correct += int((logits.argmax(1).cpu() == y[start:start + batch]).sum())
         total += inputs.shape[0]
-        if kind == "content":
-            s = torch.stack([A.sum(0) for A in maps]).double().cpu()
+        if kind == "content" and maps:
+            s = torch.stack([A.sum(0) for A in layer_maps]).double().cpu()
             maps_sum = s if maps_sum is None else maps_sum + s
     model.train()
     mean_maps = None if maps_sum is None else maps_sum / max(1, total)
@@ -351,7 +257,8 @@ def _evaluate(model, kind, x, y, patch, perm, device, batch: int = 1000
 
 def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
               device: torch.device | str = "cpu", permutation: np.ndarray | None = None,
-              tensors=None, on_epoch: Callable[[int, float], None] | None = None) -> RunOutcome:
+              tensors=None, on_epoch: Callable[[int, float], None] | None = None,
+              curve: bool = False) -> RunOutcome:
     """Train one model on ``data`` and evaluate it.
 
     Parameters
@@ -372,6 +279,10 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
         Output of :func:`prepare` (to share it between runs).
     on_epoch : callable(epoch, mean loss) or None
         Called after each epoch.
+    curve : bool
+        Also measure the test accuracy after every epoch (``RunOutcome.test_accuracy``). The
+        evaluation draws no random number and changes no weight, so the training's numbers are
+        those of a run without it.
 
     Returns
     -------
@@ -413,15 +324,14 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
     labels = y_train.to(device)
 
     n = x_train.shape[0]
-    steps_per_epoch = math.ceil(n / recipe.batch_size)
-    total = steps_per_epoch * recipe.epochs
-    warmup = int(round(recipe.warmup_epochs * steps_per_epoch))
+    warmup, total = schedule_steps(recipe, n)
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (no_decay if p.ndim < 2 or "norm" in name or name == "pos" else decay).append(p)
     opt = _FusedAdamW([(decay, recipe.weight_decay), (no_decay, 0.0)])
     loss_fn = nn.CrossEntropyLoss(label_smoothing=recipe.label_smoothing)
     losses = np.zeros(recipe.epochs)
+    test_curve = np.full(recipe.epochs, np.nan) if curve else None
     model.train()
     step = 0
     for epoch in range(recipe.epochs):
@@ -447,9 +357,14 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
             raise FloatingPointError(f"non-finite training loss at epoch {epoch} "
                                      f"({attention}, seed {seed})")
         losses[epoch] = total_loss / n
+        if curve and epoch < recipe.epochs - 1:  # the last epoch's is the final evaluation's
+            test_curve[epoch], _ = _evaluate(model, attention, x_test, y_test, recipe.patch,
+                                             perm, device, maps=False)
         if on_epoch is not None:
             on_epoch(epoch, losses[epoch])
     acc, mean_maps = _evaluate(model, attention, x_test, y_test, recipe.patch, perm, device)
+    if curve:
+        test_curve[-1] = acc
     if attention == "cnn":
         maps, pos = None, None
     else:
@@ -457,7 +372,7 @@ def train_one(data: ImageData, recipe: Recipe, attention: str, seed: int,
                 else model.positional_attention().double().cpu().numpy())
         pos = model.pos.detach().double().cpu().numpy()
     return RunOutcome(attention, int(seed), float(acc), losses, maps, count_parameters(model),
-                      time.perf_counter() - wall0, time.process_time() - cpu0, pos)
+                      time.perf_counter() - wall0, time.process_time() - cpu0, pos, test_curve)
 
 
 @dataclass(frozen=True)
@@ -514,20 +429,21 @@ def _task_inputs(data: ImageData, task: Task, shuffle_seed: int, cache: dict):
     return cache[key]
 
 
-def _worker(task: Task, device: str) -> RunOutcome:
+def _worker(task: Task, device: str, curve: bool = False) -> RunOutcome:
     data, tensors = _task_inputs(_WORKER["data"], task, _WORKER["shuffle_seed"],
                                  _WORKER["cache"])
     queue = _WORKER["queue"]
     return train_one(data, task.recipe, task.model, task.seed, device, None, tensors,
-                     on_epoch=lambda e, l: queue.put(1))
+                     on_epoch=lambda e, l: queue.put(1), curve=curve)
 
 
 def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device = "cpu",
               shuffle_seed: int = 0, jobs: int = 1, progress: bool = False,
-              on_done: Callable[[Task, RunOutcome], None] | None = None
-              ) -> dict[Task, RunOutcome]:
+              on_done: Callable[[Task, RunOutcome], None] | None = None,
+              curve: bool = False) -> dict[Task, RunOutcome]:
     """Train every task (duplicates once), in ``jobs`` spawned processes when ``jobs > 1``
-    (:func:`patchassoc.simulations.runtime.executor.map_tasks`).
+    (:func:`patchassoc.simulations.runtime.executor.map_tasks`), in the order given; with
+    ``curve`` every run also measures its test accuracy after each epoch (:func:`train_one`).
 
     A run's numbers do not depend on ``jobs`` or on the other tasks (for a fixed number of
     torch threads). ``on_done(task, outcome)`` is called as each run finishes (to save it);
@@ -563,7 +479,7 @@ def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device
                 shuffled, tensors = _task_inputs(data, task, shuffle_seed, cache)
                 bar.set_postfix_str(f"{task.model} seed {task.seed} block {task.block}")
                 return train_one(shuffled, task.recipe, task.model, task.seed, dev, None,
-                                 tensors, on_epoch=lambda e, l: bar.update(1))
+                                 tensors, on_epoch=lambda e, l: bar.update(1), curve=curve)
 
             map_tasks(train_here, [(task,) for task in unique],
                       lambda i, outcome: done(unique[i], outcome))
@@ -582,7 +498,7 @@ def run_tasks(data: ImageData, tasks: Sequence[Task], device: str | torch.device
                 except _queue.Empty:
                     pass
 
-            map_tasks(_worker, [(task, str(dev)) for task in unique],
+            map_tasks(_worker, [(task, str(dev), curve) for task in unique],
                       lambda i, outcome: done(unique[i], outcome), jobs=jobs,
                       initializer=_init_worker,
                       initargs=(torch.get_num_threads(), epochs, data, shuffle_seed),

@@ -31,10 +31,10 @@ Each point (:func:`~.grid_points.run_point`) is read twice from the same start (
 Verdict (the rule unchanged, read at the horizon): on the points of the paper's regime (sparse
 feature noise and several sets: q <= 0.5 and L >= 3), the claim passes when >= 90 % of them pass
 and the reference point (L, C, d) = (4, 4, 256) passes; the matrix controls must fail
-association. Points outside the regime are run and drawn too. ``patchassoc grid --max-D 48``
-adds the points with 32 < D <= 48, read by the flow alone (``--budget-max-D`` adds the GD
-reading, which costs many times the flow there): they are reported beside the verdict, never
-counted in it.
+association. Points outside the regime are run and drawn too.
+``patchassoc grid --max-patches 48`` adds the points with 32 < D <= 48, read by the flow alone
+(``--budget-max-patches`` adds the GD reading, which costs many times the flow there): they are
+reported beside the verdict, never counted in it.
 
 A failing claim names its cause (:func:`~patchassoc.simulations.studies.common.horizon_rule.grid_cause`, SPEC section 6): (iii) a control passes;
 else (ii) when the failing regime points that reached a limit (limit class converged, other

@@ -52,11 +52,11 @@ def compute(out: Path, *, ds=None, max_D=None, quick: bool = False, seed: int = 
     ds = tuple(ds) if ds else (QUICK_DS if quick else DS)
     max_D = max_D or (QUICK_MAX_D if quick else MAX_D)
     if max_D > EXTENDED_MAX_D:
-        raise ValueError(f"--max-D must be <= {EXTENDED_MAX_D} (the grid is declared up to "
-                         f"D = {EXTENDED_MAX_D})")
+        raise ValueError(f"--max-patches must be <= {EXTENDED_MAX_D} (the grid is declared up "
+                         f"to D = {EXTENDED_MAX_D})")
     max_steps = MAX_STEPS if max_steps is None else int(max_steps)
     if max_steps < 1:
-        raise ValueError("--max-steps must be >= 1")
+        raise ValueError("--steps must be >= 1")
     t_max = T_MAX if t_max is None else float(t_max)
     if not (math.isfinite(t_max) and t_max > 1):
         raise ValueError("--t-max must be a finite number of steps > 1")
@@ -64,8 +64,8 @@ def compute(out: Path, *, ds=None, max_D=None, quick: bool = False, seed: int = 
                or max_steps != MAX_STEPS or t_max != T_MAX)
     cells = grid_cells(ds, max_D)
     if int(budget_max_D) != budget_max_D or budget_max_D < MAX_D:
-        raise ValueError(f"--budget-max-D must be an integer >= {MAX_D} (every point of the "
-                         f"declared grid keeps its GD reading)")
+        raise ValueError(f"--budget-max-patches must be an integer >= {MAX_D} (every point of "
+                         f"the declared grid keeps its GD reading)")
     if not budget:
         budget_max_D = 0
     task = GridTask(base=base, seed=int(seed), max_steps=max_steps, t_max=t_max,

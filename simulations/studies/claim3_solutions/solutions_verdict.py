@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchassoc.simulations.engines.sampled_descent import TrainResult
+from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.results import read_json_object
 from patchassoc.simulations.studies.claim3_solutions.measurement import (
     ALT_Q,
@@ -91,7 +92,7 @@ def _load_train(folder: Path | None, config: Config, seed: int):
         return None
     folder = Path(folder)
     if not (folder / "metrics.json").exists():
-        raise FileNotFoundError(f"{folder} is not a `patchassoc train` result folder")
+        raise UsageError(f"--from {folder} is not a `patchassoc train` result folder")
     tr = TrainResult.load(folder)
     c = tr.config
     if (c.L, c.C, c.q, c.param, tr.seed) != (config.L, config.C, config.q, "logits", seed):

@@ -286,11 +286,11 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
     steps_per_log = STEPS_PER_LOG if steps_per_log is None else float(steps_per_log)
     t_max = FLOW_T_MAX if t_max is None else float(t_max)
     if not (steps_per_log > 0 and math.isfinite(steps_per_log)):
-        raise ValueError(f"steps-per-log must be a positive number, got {steps_per_log!r}")
+        raise ValueError(f"--steps-per-ln-d must be a positive number, got {steps_per_log!r}")
     if not (t_max > 0 and math.isfinite(t_max)):
         raise ValueError(f"t-max must be a positive number of steps, got {t_max!r}")
     if max_steps is not None and max_steps < 1:
-        raise ValueError(f"max-steps must be >= 1, got {max_steps!r}")
+        raise ValueError(f"--steps must be >= 1, got {max_steps!r}")
     if seeds < 0:
         raise ValueError(f"seeds must be >= 0, got {seeds}")
     if isinstance(jobs, bool) or jobs < 1:

@@ -38,7 +38,7 @@ DS = (64, 256, 1024, 4096)
 MAX_D = 32
 
 
-#: ``patchassoc grid --max-D`` may extend the grid up to this D (reported, never counted).
+#: ``patchassoc grid --max-patches`` may extend the grid up to this D (reported, never counted).
 EXTENDED_MAX_D = 48
 
 
