@@ -10,7 +10,10 @@ Both folders are walked and every file found in either is compared with its name
   ``seconds``, ``wall_s``, ``cpu_s``, or one ending in ``_seconds`` or ``_s`` or containing
   ``_seconds_``, e.g. ``cpu_seconds``, ``cell_seconds_by_N``, and the ``timings`` records of the
   steps, with everything under them), versions (a key containing ``version``, e.g.
-  ``package_versions``), and paths (a string that names a file: it starts with ``/`` or holds a
+  ``package_versions``), integrity digests (a key ``digest`` or ``digests``: the SHA-256 of the
+  bytes around them, which changes with every timing in the same file; the numbers they guard
+  are compared here one by one, and a folder whose files do not match them is never read), and
+  paths (a string that names a file: it starts with ``/`` or holds a
   ``/`` and no space; each folder's own path is replaced by ``<RUN>`` first). Other strings that
   differ (fingerprints, statuses) are listed apart, as information: they do not make the folders
   differ.
@@ -102,6 +105,10 @@ def is_timing_key(key: str) -> bool:
 
 def _is_version_key(key: str) -> bool:
     return "version" in key.lower()
+
+
+#: The keys of integrity records (:mod:`patchassoc.simulations.runtime.verified`).
+INTEGRITY_KEYS = ("digest", "digests")
 
 
 def _skip_reason(rel: Path) -> str | None:
@@ -228,6 +235,9 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
                 continue
             if _is_version_key(str(key)):
                 out._count(out.ignored, "versions")
+                continue
+            if str(key) in INTEGRITY_KEYS:
+                out._count(out.ignored, "integrity digests")
                 continue
             if str(key) in tol.not_compared:
                 out._count(out.ignored, f"not compared ({tol.name})")

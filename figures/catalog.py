@@ -22,7 +22,8 @@ from patchassoc.figures import (animation, attention_maps, convergence, flow_dyn
                                 vit_shuffle)
 from patchassoc.figures import robustness_table
 from patchassoc.figures.style import style
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.results import read_json
+from patchassoc.simulations.runtime.verified import rewrite_summary
 
 __all__ = ["DRAWERS", "draw", "ANIMATORS", "animate"]
 
@@ -50,12 +51,21 @@ def _population(out, folder: Path) -> list:
     return population_dynamics.save(out.products["result"], folder)
 
 
+def _drawable(result) -> bool:
+    """A flow drawn against log t needs two records: one (a flow that stopped before its
+    second, e.g. stalled at its first step) gives empty panels, and drawing them took longer
+    than the flow."""
+    return len(result.trajectory.t) >= 2
+
+
 def _flow(out, folder: Path) -> list:
-    return flow_dynamics.save(out.products["result"], folder)
+    result = out.products["result"]
+    return flow_dynamics.save(result, folder) if _drawable(result) else []
 
 
 def _train_flow(out, folder: Path) -> list:
-    return sampled_flow_dynamics.save(out.products["result"], folder)
+    result = out.products["result"]
+    return sampled_flow_dynamics.save(result, folder) if _drawable(result) else []
 
 
 def _convergence(out, folder: Path) -> list:
@@ -156,7 +166,7 @@ def draw(study: str, outcome, folder) -> list[str]:
     if paths and outcome.saved is not None:
         saved = read_json(outcome.saved)
         saved["figures"] = paths
-        write_json(outcome.saved, saved)
+        rewrite_summary(outcome.saved, saved)
     return paths
 
 
@@ -183,5 +193,5 @@ def animate(study: str, outcome, folder) -> list[str]:
     if outcome.saved is not None:
         saved = read_json(outcome.saved)
         saved["animations"] = paths
-        write_json(outcome.saved, saved)
+        rewrite_summary(outcome.saved, saved)
     return paths

@@ -43,12 +43,17 @@ SPEC section 2 (the model); ``docs/exact_engine.md`` section 3 (the bounds' assu
 """
 from __future__ import annotations
 
+import math
+
 __all__ = ["act", "act_prime", "act_second", "act_pair", "act_pair_chain", "act_symbolic",
            "power", "power_chain",
-           "check_parameters", "FAMILY", "JITABLE"]
+           "check_parameters", "check_range", "largest_argument", "FAMILY", "JITABLE",
+           "HEADROOM", "P_MAX"]
 
 #: The family, as stored with results and printed by reports.
 FAMILY = "t^p + nu t"
+#: The largest degree: 2^1023 is the largest power of 2 in float64.
+P_MAX = 1023
 
 
 def check_parameters(p, nu) -> tuple[int, float]:
@@ -58,8 +63,9 @@ def check_parameters(p, nu) -> tuple[int, float]:
     Raises
     ------
     ValueError
-        p is not an odd integer >= 3 (act would not be odd, or not convex on [0, inf)), or nu is
-        not a finite number >= 0 (act' >= nu must be nonnegative for act to be increasing).
+        p is not an odd integer >= 3 (act would not be odd, or not convex on [0, inf)) or is
+        above :data:`P_MAX`, or nu is not a finite number >= 0 (act' >= nu must be nonnegative
+        for act to be increasing).
 
     Notes
     -----
@@ -67,6 +73,11 @@ def check_parameters(p, nu) -> tuple[int, float]:
     """
     if isinstance(p, bool) or int(p) != p or p < 3 or int(p) % 2 == 0:
         raise ValueError(f"p must be an odd integer >= 3, got {p!r}")
+    if p > P_MAX:
+        # the engines form t^p by p - 1 products (the exact engine's order): a larger p would
+        # loop for as long, and 2^p is no float64 past it (a trained model has |t| ~ 1 to 2)
+        raise ValueError(f"p must be at most {P_MAX} (2^p overflows float64 beyond it), "
+                         f"got {p!r}")
     try:
         nu_f = float(nu)
     except (TypeError, ValueError):
@@ -74,6 +85,86 @@ def check_parameters(p, nu) -> tuple[int, float]:
     if not nu_f >= 0.0 or nu_f == float("inf"):
         raise ValueError(f"nu must be a finite number >= 0, got {nu!r}")
     return int(p), nu_f
+
+
+#: The factor below the largest float64 that the sums and products built on act keep free (the
+#: risk, its gradient and the certified bounds multiply act by a few more terms).
+HEADROOM = 2.0 ** 64
+
+_LOG_MAX = 709.782712893384  # ln of the largest float64, 1.7976931348623157e308
+
+
+def _log_terms(t: float, p: int, nu: float, count: float) -> float:
+    """ln of count (p |t|^p + (p + 1) nu (|t| + 1) + p |t|^(p-1)), a bound on count times
+    |act(t)| + |act'(t)| + |act(t) t|, in logarithms (no power is formed: it would overflow)."""
+    t = abs(float(t))
+    parts = [math.log(p) + p * math.log(t) if t > 0 else -math.inf,
+             math.log(p) + (p - 1) * math.log(t) if t > 0 else -math.inf,
+             math.log((p + 1) * nu) + math.log1p(t) if nu > 0 else -math.inf]
+    top = max(parts)
+    if top == -math.inf:
+        return -math.inf
+    return math.log(count) + top + math.log(sum(math.exp(x - top) for x in parts))
+
+
+def largest_argument(p: int, nu: float, count: float = 1.0) -> float:
+    """The largest |t| at which ``count`` terms of act(t), act'(t) and act(t) t stay below the
+    largest float64 by :data:`HEADROOM` (0 when even t = 0 does not: ``nu`` too large), found in
+    logarithms: no power of t is formed.
+
+    Parameters
+    ----------
+    p, nu : the activation (:func:`check_parameters`).
+    count : how many such terms a sum holds (the number of patches, say).
+
+    Returns
+    -------
+    float
+    """
+    p, nu = check_parameters(p, nu)
+    limit = _LOG_MAX - math.log(HEADROOM)
+    if _log_terms(0.0, p, nu, count) > limit:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while _log_terms(hi, p, nu, count) <= limit:
+        lo, hi = hi, hi * 1e10
+    for _ in range(200):   # bisection in ln t, to a relative 1e-12
+        mid = math.sqrt(lo * hi) if lo > 0 else hi / 2
+        if _log_terms(mid, p, nu, count) <= limit:
+            lo = mid
+        else:
+            hi = mid
+        if lo > 0 and hi / lo < 1 + 1e-12:
+            break
+    return lo
+
+
+def check_range(t: float, p: int, nu: float, count: float = 1.0, *, what: str = "t") -> None:
+    """Refuse an argument at which act cannot be evaluated in float64 with its headroom.
+
+    Parameters
+    ----------
+    t : float
+        The largest |argument| act will meet.
+    p, nu : the activation.
+    count : how many terms a sum holds (:func:`largest_argument`).
+    what : str
+        What ``t`` is, with the parameters behind it, for the message.
+
+    Raises
+    ------
+    ValueError
+        ``count`` terms of act(t) = t^p + nu t overflow float64, naming ``what``.
+    """
+    p, nu = check_parameters(p, nu)
+    top = largest_argument(p, nu, count)
+    if not abs(float(t)) <= top:
+        if top == 0.0:
+            raise ValueError(f"nu = {nu:g} is too large: act(t) = t^{p} + nu t overflows "
+                             f"float64 for every t != 0 in a sum of {count:g} terms")
+        raise ValueError(f"{what}: act(t) = t^{p} + nu t overflows float64 there (|t| must "
+                         f"stay below {top:.3g} for p = {p}, nu = {nu:g} in a sum of "
+                         f"{count:g} terms)")
 
 
 def _value(t, tp, nu):

@@ -105,6 +105,11 @@ def _check_attention(A: np.ndarray) -> None:
     if np.any(A < 0):
         raise ValueError("attention has negative entries: kind='attention' needs a "
                          "row-stochastic matrix")
+    if np.any(A > 1.0 + ROW_SUM_ATOL):
+        # checked before the row sums, which overflow for entries near 1e308
+        i, j = (int(k) for k in np.argwhere(A > 1.0 + ROW_SUM_ATOL)[0])
+        raise ValueError(f"attention entries must lie in [0, 1]; entry ({i}, {j}) is "
+                         f"{A[i, j]:.6g}")
     dev = np.abs(A.sum(axis=1) - 1.0)
     if np.any(dev > ROW_SUM_ATOL):
         i = int(np.argmax(dev))

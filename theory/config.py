@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
 
-from patchassoc.theory.activation import check_parameters
+from patchassoc.theory.activation import check_parameters, check_range
 
 __all__ = ["Config", "PRESETS", "preset", "parse_override", "STRUCTURES", "PARAMETERIZATIONS",
            "NOISES", "DIAGONALS", "DATAS"]
@@ -156,6 +156,7 @@ class Config:
         if self.param == "gram" and self.diagonal == "fixed":
             raise ValueError("diagonal='fixed' needs param='logits': with Q = P P^T the "
                              "diagonal |p_i|^2 is not a free parameter")
+        self._check_float64_range()
         if self.data == "gaussian-cnn" and self.structure != "windows":
             raise ValueError("data='gaussian-cnn' labels patches by a CNN over the grid's "
                              "windows: it needs structure='windows'")
@@ -168,6 +169,21 @@ class Config:
             if w * w != self.C or g % w:
                 raise ValueError(f"structure='windows' needs square windows tiling the "
                                  f"{g}x{g} grid: C = {self.C} must be w*w with w dividing {g}")
+
+    def _check_float64_range(self) -> None:
+        """Refuse a start at which act cannot be evaluated in float64 (a ValueError naming the
+        parameters): act's argument <v, x> is at most |v| |x|, about omega (sqrt(d) + 8) (1 +
+        sigma (sqrt(d) + 8)) at the start (8 standard deviations beyond the mean norm), and of
+        order 1 once the model is trained; a sum of D such terms must stay finite
+        (:func:`~patchassoc.theory.activation.check_range`). Arithmetic on the fields only."""
+        spread = math.sqrt(self.d) + 8.0
+        scale = self.omega * spread * (1.0 + self.sigma * spread)
+        if scale > 1.0:
+            what = (f"omega = {self.omega:g} (with d = {self.d}, sigma = {self.sigma:g}) starts "
+                    f"act's argument <v0, x> near {scale:.3g}")
+        else:
+            what = f"nu = {self.nu:g} at |t| = 1 (the scale of a trained model)"
+        check_range(max(1.0, scale), self.p, self.nu, self.D, what=what)
 
     def replace(self, **changes: Any) -> "Config":
         """A copy with some fields changed (validated again).
@@ -299,8 +315,19 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ValueError(f"--set {key}={raw}: expected a number") from None
 
 
+#: The largest number of patches whose divisors an error message lists (found by trial division
+#: up to its square root, at most a thousand candidates).
+DIVISORS_LISTED = 10 ** 6
+
+
 def _divisors(n: int) -> str:
-    return ", ".join(str(k) for k in range(1, n + 1) if n % k == 0)
+    """The divisors of ``n`` for an error message, or a note that ``n`` is too large for a list
+    (an error message never loops over a user's number)."""
+    if n > DIVISORS_LISTED:
+        return f"not listed for D > {DIVISORS_LISTED:,}"
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    both = sorted(set(small) | {n // k for k in small})
+    return ", ".join(map(str, both))
 
 
 def _resolve_sizes(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

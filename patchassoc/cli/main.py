@@ -13,10 +13,14 @@ under ``--quiet``; :data:`patchassoc.cli.options.DEPRECATED`).
 
 A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It defines
 
-- ``NAME`` and ``HELP`` (strings), optionally ``DEFAULT_PRESET``, ``WRITES_OUT = False``
-  (a command that writes nothing: its ``--out`` is neither created nor checked) and
-  ``RERUN = True`` (a command whose folder's ``config.json`` records its command and options,
-  :meth:`Context.run_record`: it takes ``--config FILE`` to re-run what FILE records);
+- ``NAME`` and ``HELP`` (strings), optionally ``DEFAULT_PRESET`` and ``WRITES_OUT = False``
+  (a command that writes nothing: its ``--out`` is neither created nor checked; or a function of
+  the parsed arguments, for a command that writes only with some options), ``ALLOCATES`` (what
+  it allocates, :mod:`patchassoc.cli.resources`: refused before the run when it cannot fit in
+  memory; or a function of the parsed arguments) and ``check_inputs(config, args)`` (cheap
+  checks of its own options and input folders, run before anything is created or computed);
+  ``RERUN = True``: a command whose folder's ``config.json`` records its command and options
+  (:meth:`Context.run_record`) takes ``--config FILE`` to re-run what FILE records;
 - ``add_arguments(parser)``: its own options (may be absent);
 - ``run(ctx) -> dict``: the work, given a :class:`Context`; returns the JSON-ready summary.
   It may define ``render(summary) -> str`` for the human-readable text (default: key: value).
@@ -26,7 +30,9 @@ kind it was (:func:`exit_status`):
 
 - 2, a usage or configuration error: argument errors, bad input (:class:`ValueError`, including
   :class:`~patchassoc.simulations.runtime.errors.UsageError`: an invalid configuration, size,
-  option value or input folder, a Dask address that does not answer);
+  option value or input folder, a Dask address that does not answer, a configuration whose
+  arrays cannot fit in this machine's memory, refused before the run by
+  :mod:`patchassoc.cli.resources`);
 - 1, a data, operating-system or runtime error: a file that cannot be read as what it should be
   (:class:`~patchassoc.simulations.runtime.errors.CorruptFile`), every operating-system error
   (:class:`OSError`: a read-only or full disk, a path that is not a folder or is too long, a
@@ -40,9 +46,12 @@ A command that writes into ``--out`` first checks that it can
 then fails to save. A Dask address (``--dask``) is connected before the run, with a bounded
 wait (``--dask-timeout``).
 
-An interrupted command (Ctrl-C, also inside a Numba kernel; or a run that stopped with an
-``interrupted`` status) keeps what it finished, prints one line ``patchassoc: interrupted: ...``
-saying what finished and the command that resumes it, and exits with status 130. When the
+An interrupted command (Ctrl-C, also inside a Numba kernel or its compiler's callbacks; or a
+run that stopped with an ``interrupted`` status) keeps what it finished, prints one line
+``patchassoc: interrupted: ...`` saying what finished and the command that resumes it, and exits
+with status 130; an ``--out`` folder it created and left empty is removed. SIGTERM is read the
+same way, with the same line, and exits with status 143 (128 + 15). With ``--quiet`` or
+``--json`` no Python warning reaches stderr. When the
 reader of stdout goes away (``| head``) the command stops quietly with status 141 (128 +
 SIGPIPE), as other Unix tools do.
 """
@@ -51,13 +60,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
+import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+
+def _terminated(signum, frame):
+    """SIGTERM is read as Ctrl-C (same line, what finished kept), with its own exit status."""
+    _SIGNAL["number"] = signum
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+#: The signal that ended the command (SIGINT unless SIGTERM came).
+_SIGNAL = {"number": signal.SIGINT}
+
 try:  # Ctrl-C while the command line loads (numpy and the commands, about half a second)
+    _old_term = signal.signal(signal.SIGTERM, _terminated) \
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else None
     from patchassoc.theory.config import PRESETS, Config, parse_override, preset
     from patchassoc.cli import (main_association, main_bench, main_check, main_data,
                                 main_grid, main_lemmas, main_locality, main_paper_figures,
@@ -74,7 +97,9 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
     from patchassoc.simulations.runtime.results import SCHEMA, json_ready
 except KeyboardInterrupt:
     sys.stderr.write("patchassoc: interrupted while starting; nothing was done\n")
-    raise SystemExit(130) from None
+    raise SystemExit(128 + _SIGNAL["number"]) from None
+if _old_term is not None:   # main() installs it for the run; an importer keeps its own
+    signal.signal(signal.SIGTERM, _old_term)
 
 __all__ = ["main", "Context", "COMMANDS", "build_parser", "exit_status"]
 
@@ -134,19 +159,43 @@ class Context:
         ``--no-figures``), its animation with ``--animate``, and one line on stderr when the
         run stopped early (``what stopped: status``): what it recorded was saved."""
         summary = outcome.summary
+        notes = ""
         summary["figures"] = self.draw(study, outcome)
+        if self.figures and not summary["figures"] and summary.get("exit_status"):
+            from patchassoc.figures.catalog import DRAWERS
+            if study in DRAWERS:
+                # a run that stopped early may hold too little to draw: said in its line
+                notes = "; no figure (too little was recorded to draw)"
         if getattr(self.args, "animate", False):
             from patchassoc.figures.catalog import animate
             self.log(f"[{study}] animating the dynamics ...")
-            summary["animations"] = animate(study, outcome, self.out)
-            self.log(f"[{study}] animation: {', '.join(summary['animations'])}")
+            try:
+                summary["animations"] = animate(study, outcome, self.out)
+                self.log(f"[{study}] animation: {', '.join(summary['animations'])}")
+            except ValueError as exc:
+                if not summary.get("exit_status"):
+                    raise
+                # a run that stopped early may hold too little to animate: said in its line
+                summary["animations"] = []
+                notes += f"; no animation (--animate: {exc})"
         if summary.get("exit_status"):
             print(f"patchassoc: {what} stopped: {summary['status']}; what was recorded was "
-                  f"saved to {self.out}", file=sys.stderr)
+                  f"saved to {self.out}{notes}", file=sys.stderr)
         return summary
 
 
+#: A word that is a negative number (``-1``, ``-.5``, ``-1e308``, ``-inf``), read as an option's
+#: value, never as an option: argparse's own rule knows no exponent (``--b -1e308`` was
+#: "expected one argument").
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$",
+                              re.IGNORECASE)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
+
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         raise UsageError(message)
 
@@ -347,16 +396,23 @@ def _os_error(exc: OSError) -> str:
     return f"{where}: {what}"
 
 
-def check_writable(out: Path) -> list[Path]:
+def _probe(out: Path) -> Path:
+    """The probe file :func:`check_writable` writes into ``out`` (this process's own)."""
+    return out / f".patchassoc-write-test-{os.getpid()}"
+
+
+def check_writable(out: Path, created: list[Path] | None = None) -> list[Path]:
     """Create ``out`` and write (then remove) a probe file in it, so that a read-only or full
     disk, a path through a file, a name too long or a permission denied is reported before a
     long computation, not after it (an :class:`OSError` naming the path). Returns the folders
-    it created, deepest first."""
+    it created, deepest first; they are also put in ``created`` before the first is made, so
+    that a caller interrupted in here (Ctrl-C right after the folder appears) knows them."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file, not a folder")
-    created = [p for p in (out, *out.parents) if not p.exists()]
+    created = [] if created is None else created
+    created.extend(p for p in (out, *out.parents) if not p.exists())
     out.mkdir(parents=True, exist_ok=True)
-    probe = out / f".patchassoc-write-test-{os.getpid()}"
+    probe = _probe(out)
     try:
         with open(probe, "wb") as fh:
             fh.write(b"\0" * 4096)
@@ -376,7 +432,10 @@ def _remove_if_empty(folders: Sequence[Path]) -> None:
     """Remove the folders the pre-flight check created when a command failed without writing
     into them (a refused command leaves nothing behind)."""
     for folder in folders:
+        if not folder.exists():          # an interrupted mkdir made only the outer ones
+            continue
         try:
+            _probe(folder).unlink(missing_ok=True)   # left by an interruption in its finally
             folder.rmdir()
         except OSError:
             return
@@ -419,10 +478,11 @@ def _print_summary(mod, args, summary) -> int:
     return 0
 
 
-def _record_provenance(mod, out: Path | None, exit_status: int) -> None:
+def _record_provenance(mod, args, out: Path | None, exit_status: int) -> None:
     """``provenance.json`` in ``out`` (what ran, with which versions, when), for a command
     that writes there; a failure to write it is one line on stderr, never the command's."""
-    if out is None or not getattr(mod, "WRITES_OUT", True) or not out.is_dir():
+    if mod is None or args is None or out is None or not _writes_out(mod, args) or \
+            not out.is_dir():
         return
     try:
         write_provenance(out, exit_status=exit_status)
@@ -430,12 +490,71 @@ def _record_provenance(mod, out: Path | None, exit_status: int) -> None:
         print(f"patchassoc: warning: provenance not written: {_os_error(exc)}", file=sys.stderr)
 
 
+def _writes_out(mod, args) -> bool:
+    """Whether the command writes into ``--out`` (``WRITES_OUT``: a bool, or a function of the
+    parsed arguments, e.g. ``lemmas --no-write``)."""
+    writes = getattr(mod, "WRITES_OUT", True)
+    return bool(writes(args) if callable(writes) else writes)
+
+
+def _unraisable(hook):
+    """A ``sys.unraisablehook`` that re-raises a Ctrl-C swallowed where Python cannot raise
+    (a ctypes callback of Numba's compiler, a finalizer): the interruption is signalled again
+    to the main thread, with no traceback; anything else goes to ``hook``."""
+    import _thread
+
+    def unraisable(info):
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            _thread.interrupt_main(_SIGNAL["number"])
+            return
+        hook(info)
+    return unraisable
+
+
+class _Signals:
+    """For the command's run: SIGTERM read as Ctrl-C (:func:`_terminated`), a Ctrl-C that a
+    callback swallowed raised again (:func:`_unraisable`), and, with ``--quiet`` or ``--json``,
+    no Python warning on stderr. Everything is restored on exit (``main`` may be called in a
+    process that has its own handlers, e.g. the tests)."""
+
+    def __init__(self) -> None:
+        self.quiet = False
+
+    def __enter__(self):
+        import threading
+        import warnings
+        _SIGNAL["number"] = signal.SIGINT
+        self._term = None
+        if threading.current_thread() is threading.main_thread():
+            self._term = signal.signal(signal.SIGTERM, _terminated)
+        self._hook = sys.unraisablehook
+        sys.unraisablehook = _unraisable(self._hook)
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        return self
+
+    def silence_warnings(self) -> None:
+        import warnings
+        warnings.simplefilter("ignore")
+
+    def __exit__(self, *exc) -> None:
+        self._warnings.__exit__(*exc)
+        sys.unraisablehook = self._hook
+        if self._term is not None:
+            signal.signal(signal.SIGTERM, self._term)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchassoc`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    begin(argv)
+    begin(argv)                 # the command line and its start, for every provenance.json
+    with _Signals() as signals:
+        return _main(argv, signals)
+
+
+def _main(argv: list[str], signals: _Signals) -> int:
     out = None
-    mod = None
+    mod = args = None
     dask = None
     created: list[Path] = []
     try:
@@ -448,6 +567,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.quiet:
                 print(line, file=sys.stderr, flush=True)
         argv = current_argv(args.command, argv)     # a resume hint shows the new names
+        if args.quiet or args.json:
+            signals.silence_warnings()
         mod = commands[args.command]
         if getattr(args, "config", None) is not None:
             config, _, args, path = _rerun(parser, mod, args, argv)
@@ -457,8 +578,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             config, overrides, preset_name = _resolve_config(
                 args, getattr(mod, "DEFAULT_PRESET", "ref"))
         out = Path(args.out if args.out is not None else DEFAULT_OUT / args.command)
-        if getattr(mod, "WRITES_OUT", True):
-            created = check_writable(out)
+        check_inputs = getattr(mod, "check_inputs", None)
+        if check_inputs is not None:     # cheap checks of the command's own inputs, first
+            check_inputs(config, args)
+        allocates = getattr(mod, "ALLOCATES", ())
+        if callable(allocates):
+            allocates = allocates(args)
+        if allocates:                    # arithmetic on the sizes, before any array is made
+            from patchassoc.cli.resources import check_memory
+            check_memory(config, allocates, args.command)
+        if _writes_out(mod, args):
+            check_writable(out, created)
             # its own process: figures go to files (a caller's pyplot, in process, is left as
             # it is; with --no-figures nothing draws and matplotlib is not imported)
             drawing = not getattr(args, "no_figures", False)
@@ -485,12 +615,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"patchassoc: error: {what}", file=sys.stderr)
         _remove_if_empty(created)
         return exit_status(exc)
-    except BaseException as exc:  # Ctrl-C, also when it reached a Numba kernel
+    except BaseException as exc:  # Ctrl-C or SIGTERM, also when it reached a Numba kernel
         if not interrupted_by(exc):
             raise
-        _record_provenance(mod, out, 130)
-        print(_interrupted_line(exc, argv, out), file=sys.stderr)
-        return 130
+        _remove_if_empty(created)
+        if created and not any(folder.exists() for folder in created):
+            line = (f"patchassoc: interrupted: nothing was written (--out {out} removed); "
+                    f"{_resume_hint(argv)}")
+        else:
+            _record_provenance(mod, args, out, 128 + int(_SIGNAL["number"]))
+            line = _interrupted_line(exc, argv, out)
+        print(line, file=sys.stderr)
+        return 128 + int(_SIGNAL["number"])
     finally:
         if dask is not None:
             dask.close()
@@ -498,7 +634,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(summary, dict) and summary.get("exit_status"):
         status = int(summary.pop("exit_status"))
         if str(summary.get("status", "")).startswith("interrupted"):
-            status = 130    # the run stopped on Ctrl-C and kept what it recorded (said above)
-    _record_provenance(mod, out, status)
+            # the run stopped on Ctrl-C (or SIGTERM) and kept what it recorded (said above)
+            status = 128 + int(_SIGNAL["number"])
+    _record_provenance(mod, args, out, status)
     printed = _print_summary(mod, args, summary)
     return printed or status

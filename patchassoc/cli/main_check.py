@@ -26,6 +26,7 @@ SPEC section 6.
 """
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -35,7 +36,25 @@ NAME = "check"
 HELP = ("check the claims of SPEC section 6 (from a reproduction folder with --from, or the "
         "cheap ones now) and print claim | measured | threshold | pass")
 
-__all__ = ["NAME", "HELP", "add_arguments", "run", "render", "render_table"]
+__all__ = ["NAME", "HELP", "add_arguments", "check_inputs", "run", "render", "render_table"]
+
+
+def ALLOCATES(args) -> tuple[str, ...]:
+    """Without ``--from`` the cheap claims are computed now (a model started and trained on a
+    sample); with it, only saved results are read."""
+    return () if args.from_dir is not None else ("start", "sample")
+
+
+def check_inputs(config, args) -> None:
+    """The folders given, before anything is computed: ``--from`` must be a folder, and
+    ``--vit`` must hold the summary of a ``patchassoc vit`` comparison (read and verified
+    here, so that a wrong folder is refused at once, not after the claims computed now)."""
+    if args.from_dir is not None and not args.from_dir.is_dir():
+        raise FileNotFoundError(2, "not a folder (--from expects a `patchassoc reproduce` "
+                                   "output folder)", str(args.from_dir))
+    if args.vit_dir is not None:
+        from patchassoc.simulations.studies.claim6_vit import folder_summary
+        folder_summary(args.vit_dir)
 
 
 def add_arguments(parser) -> None:
@@ -60,6 +79,13 @@ def run(ctx) -> dict:
     a = ctx.args
     summary = check(ctx.config, ctx.seed, a.from_dir, train=not a.no_train, strict=a.strict,
                     progress=ctx.progress and not ctx.json, log=ctx.log, vit_dir=a.vit_dir)
+    for where, item in [(f"claim {c['id']}", (c.get("values") or {}).get("corrupt"))
+                        for c in summary["claims"]] + \
+            [(f"table {t['title'].split(':')[0]}", t.get("corrupt"))
+             for t in summary.get("tables") or []]:
+        if item:   # a file that failed verification: named in one line, none of its numbers read
+            print(f"patchassoc: error: {item['path']}: {item['reason']} ({where} not read from "
+                  f"it)", file=sys.stderr)
     path = write_json(Path(ctx.out) / "check.json", summary)
     summary["out"] = str(path)
     return summary

@@ -17,6 +17,9 @@ NAME = "data"
 HELP = ("fetch and check a data set offline: fashion-mnist (Debian's package, no root needed; "
         "checked against stored SHA-256 digests)")
 
+#: The files go to ``--dir`` (or the cache), never to ``--out``: it is neither made nor checked.
+WRITES_OUT = False
+
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
 

@@ -37,6 +37,8 @@ NAME = "grid"
 HELP = ("claim 1 on the grid of (L, C, d): the gradient flow to its horizon (the verdict) and "
         "10,000 GD steps (beside it) with the diagonal fixed at every point; pass fraction in "
         "the paper's regime; map figure (--jobs, --dask, resumable)")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start",)
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 

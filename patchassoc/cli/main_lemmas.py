@@ -13,10 +13,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.runtime.verified import write_summary
 
 NAME = "lemmas"
 HELP = "prove the lemmas of the symmetry reduction (SPEC section 4) with sympy; print the table"
+
+
+def WRITES_OUT(args) -> bool:
+    """``lemmas.json`` goes to ``--out`` unless ``--no-write``: only then is ``--out`` made."""
+    return not args.no_write
 
 
 def add_arguments(parser) -> None:
@@ -31,7 +36,7 @@ def run(ctx) -> dict:
 
     summary = prove(ctx.args.lemmas or None, log=ctx.log)
     if not ctx.args.no_write:
-        path = write_json(Path(ctx.out) / "lemmas.json", summary)
+        path = write_summary(Path(ctx.out) / "lemmas.json", summary)
         summary["out"] = str(path)
     if not summary["all_proved"]:
         failed = [r["name"] for r in summary["lemmas"] if not r["proved"]]

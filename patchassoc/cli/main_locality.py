@@ -10,6 +10,8 @@ from __future__ import annotations
 NAME = "locality"
 HELP = ("train with square-window structures on the patch grid and draw the learned attention "
         "of chosen patches over the image (spatial locality)")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start", "sample")
 
 
 def add_arguments(parser) -> None:

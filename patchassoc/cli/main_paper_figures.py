@@ -16,6 +16,8 @@ from patchassoc.simulations.analysis.formatting import num
 NAME = "paper-figures"
 HELP = ("the analogues of the paper's Figures 3 (a data point on its patch grid) and 4 (the "
         "paper's model trained: learned A vs the set mask, test error and cos(v, w*))")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start",)
 DEFAULT_PRESET = "paper-fig4"
 
 def add_arguments(parser) -> None:

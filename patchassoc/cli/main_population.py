@@ -20,6 +20,8 @@ NAME = "population"
 RERUN = True
 HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attention, no "
         "projection noise); writes results and figures")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start",)
 
 def add_arguments(parser) -> None:
     from patchassoc.cli.options import add_no_figures, positive_float
@@ -49,6 +51,29 @@ def add_arguments(parser) -> None:
                         help="also write the dynamics as an animation over log-time (GIF; MP4 "
                              "too where ffmpeg exists): the attention matrix in set order, the "
                              "share and the error, frame by frame")
+
+
+def check_inputs(config, args) -> None:
+    """The options, before anything is made or computed: those that do not go together, and
+    an ``--animate`` that could not have two frames (``--steps 0`` records only step 0)."""
+    from patchassoc.simulations.studies.population_run import DEFAULT_STEPS
+    if args.flow:
+        from patchassoc.simulations.engines.population.flow import T_MAX, check_horizon
+        for opt in ("convergence", "steps", "tol"):
+            if getattr(args, opt) not in (None, False):
+                raise ValueError(f"--{opt} does not apply to --flow")
+        check_horizon(T_MAX if args.t_max is None else args.t_max, config.eta_v, config.eta_Q)
+        return
+    if args.t_max is not None:
+        raise ValueError("--t-max needs --flow")
+    if args.steps is not None and args.steps < 0:
+        raise ValueError("--steps must be >= 0")
+    steps = args.steps if args.steps is not None else (
+        config.steps if any(o.partition("=")[0].strip() == "steps" for o in args.overrides)
+        else DEFAULT_STEPS)
+    if args.animate and steps < 1:
+        raise ValueError(f"--animate needs at least 2 frames, and {steps} steps record only "
+                         f"step 0: use --steps >= 1 (or leave out --animate)")
 
 
 def _sample_sizes(text: str) -> tuple[int, ...]:

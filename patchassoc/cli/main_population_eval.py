@@ -40,6 +40,18 @@ def add_arguments(parser) -> None:
                         help=f"refuse beyond this many multisets (default {MAX_CONFIGURATIONS:,})")
 
 
+def check_inputs(config, args) -> None:
+    """The point and the options, before the engine compiles or plans: every coordinate finite
+    and act finite at --alpha (naming the option), a positive --max-configurations."""
+    from patchassoc.simulations.engines.population.exact import check_point
+    if args.max_configurations < 1:
+        raise ValueError("--max-configurations must be >= 1")
+    if args.tol is not None and not (args.tol > 0 and args.tol < float("inf")):
+        raise ValueError(f"--tol must be a positive finite number, got {args.tol!r}")
+    check_point(config.L, config.C, config.p, config.nu, args.alpha, args.a, args.b, args.c,
+                names=("--alpha", "--a", "--b", "--c"))
+
+
 def run(ctx) -> dict:
     from patchassoc.simulations.engines.population.exact import evaluate, plan, warm_up
     cfg, args = ctx.config, ctx.args

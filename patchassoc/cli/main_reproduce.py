@@ -43,10 +43,12 @@ from patchassoc.simulations.runtime.executor import (Step, default_jobs, describ
                                                      plan_steps, run_steps, stale_inputs,
                                                      stored_step)
 from patchassoc.simulations.runtime.progress import notice
-from patchassoc.simulations.runtime.results import read_json_object, write_json
+from patchassoc.simulations.runtime.verified import read_summary, write_summary
 
 NAME = "reproduce"
 HELP = "run the whole reproduction (training, population dynamics, ...) into one folder"
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start", "sample")
 
 
 def _run_study(name: str, run, options: dict, folder: Path, config, seed: int, quick: bool,
@@ -132,7 +134,7 @@ def _previous_rows(out: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        rows = read_json_object(path).get("steps")
+        rows = read_summary(path).get("steps")
     except (CorruptFile, OSError) as exc:
         notice(f"[reproduce] {path} cannot be read ({exc}); the rows of the steps not run now "
                f"come from their step.json only")
@@ -196,7 +198,7 @@ def run(ctx) -> dict:
                "seed": ctx.seed, "config": ctx.config.to_dict(),
                "only": list(ctx.args.only) or None,
                "order": [s.name for s in STUDIES if s.name in results]}
-    write_json(out / "reproduce.json", summary)
+    write_summary(out / "reproduce.json", summary)
     from patchassoc.cli.report import write_report
     summary["report"] = str(write_report(out))
     if failed_now:

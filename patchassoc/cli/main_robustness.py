@@ -32,6 +32,8 @@ NAME = "robustness"
 HELP = ("claims 1, 2 and 7 under one change at a time from the reference choices (activation, "
         "step-size ratio, start, noise rate, diagonal): the table of verdicts (--quick, --jobs, "
         "--dask, resumable)")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start",)
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 

@@ -18,6 +18,8 @@ from patchassoc.cli.options import (add_dask_options, add_no_figures, positive_f
 NAME = "sample-size"
 HELP = ("the sample-size law of the empirical-risk flow: time to claim 2's rule, share, test "
         "error and the non-invariant part of Q against N (--ns, --seeds, --jobs)")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start", "sample")
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 

@@ -38,6 +38,8 @@ NAME = "seeds"
 HELP = ("claim 2 over seeds (diagonal fixed) at the horizon H: times to each criterion, pass "
         "rate with a Wilson interval, the budget reading beside it, invariance of Q_H - Q_0; "
         "the paper's Fig. 2 control (--steps, --jobs, --dask)")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start", "sample")
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render"]
 
@@ -65,7 +67,7 @@ def add_arguments(parser) -> None:
 
 
 def _run_flows(ctx) -> dict:
-    from patchassoc.simulations.runtime.results import read_json_object
+    from patchassoc.simulations.runtime.verified import read_verified
     from patchassoc.simulations.studies.claim2_flow import compute
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
@@ -76,7 +78,7 @@ def _run_flows(ctx) -> dict:
                       t_max=a.t_max, control=not a.no_control)
     gd = ctx.out / "seeds.json"
     if gd.exists():           # a GD reading of the same folder, shown beside the verdict
-        summary["budget_readings"] = read_json_object(gd)
+        summary["budget_readings"] = read_verified(gd)
         summary["budget_readings"].pop("records", None)
     summary.pop("records", None)
     summary["figures"] = ctx.draw("seeds", Outcome(summary, {"control": ctx.out / "control"},

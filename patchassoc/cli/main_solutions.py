@@ -29,6 +29,8 @@ NAME = "solutions"
 HELP = ("explicit solutions (block-uniform, identity, uniform, wrong partition, shifted blocks) "
         "and the GD solutions: certified population risk and error next to the exact Bayes "
         "error, association, generalization; figure against lambda")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start",)
 
 __all__ = ["NAME", "HELP", "add_arguments", "run", "render", "render_table"]
 

@@ -11,6 +11,8 @@ NAME = "train"
 RERUN = True
 HELP = ("train the positional-attention model by full-batch gradient descent on sampled data "
         "and write results and figures")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start", "sample")
 
 
 def add_arguments(parser) -> None:
@@ -27,6 +29,22 @@ def add_arguments(parser) -> None:
                         help="also write the dynamics as an animation over log-time (GIF; MP4 "
                              "too where ffmpeg exists): the attention matrix in set order, the "
                              "share and the error, frame by frame")
+
+
+def check_inputs(config, args) -> None:
+    """The options, before anything is made or computed: ``--t-max`` only with ``--flow``,
+    and an ``--animate`` that could not have two frames (``--set steps=0`` records only step
+    0), and a horizon the flow cannot reach in float64. (The flow checks its model itself,
+    before it draws anything.)"""
+    if args.flow:
+        from patchassoc.simulations.engines.population.flow import T_MAX, check_horizon
+        check_horizon(T_MAX if args.t_max is None else args.t_max, config.eta_v, config.eta_Q)
+        return
+    if args.t_max is not None:
+        raise ValueError("--t-max needs --flow")
+    if args.animate and config.steps < 1:
+        raise ValueError("--animate needs at least 2 frames, and steps = 0 records only "
+                         "step 0: use --set steps=N with N >= 1 (or leave out --animate)")
 
 
 def run(ctx) -> dict:

@@ -17,6 +17,8 @@ HELP = ("transfer study (claim 5, pre-registered): downstream test error against
         "partition, joint training from scratch) over several upstream seeds; N_eps and the "
         "ratio N_eps(best baseline) / N_eps(pretrained) with a hierarchical bootstrap CI at every "
         "eps of the declared grid")
+#: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
+ALLOCATES = ("start",)
 DEFAULT_PRESET = "ref"
 
 __all__ = ["NAME", "HELP", "describe", "add_arguments", "run", "render"]

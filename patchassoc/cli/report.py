@@ -16,7 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchassoc.simulations.runtime.provenance import git_state, package_versions
-from patchassoc.simulations.runtime.results import atomic_write_text, read_json
+from patchassoc.simulations.runtime.results import atomic_write_text
+from patchassoc.simulations.runtime.verified import read_summary
 
 __all__ = ["write_report", "package_versions"]
 
@@ -65,7 +66,7 @@ def _kept_warning(check: dict) -> str | None:
 def write_report(folder: str | Path) -> Path:
     """Write ``folder``/report.md from the reproduction's saved summaries."""
     folder = Path(folder)
-    meta = read_json(folder / "reproduce.json")
+    meta = read_summary(folder / "reproduce.json")
     # JSON objects are written with sorted keys: restore the order the steps ran in
     order = meta.get("order") or list(meta["steps"])
     steps: dict = {n: meta["steps"][n] for n in order if n in meta["steps"]}

@@ -3,8 +3,9 @@ value, the non-finite value and the format.
 
 A missing value (None, or something that is not a number) prints as ``missing`` (``"n/a"``); a
 non-finite one as ``nonfinite`` when given, else as Python formats it (``inf``, ``-inf``,
-``nan``); every other value through the built-in ``format`` with ``spec``. An int is formatted
-as an int (``format`` converts it for a float presentation type, as it converts a float).
+``nan``); every other value through Python's built-in ``format`` with ``spec``. An int is
+formatted as an int (``format`` converts it for a float presentation type, as it converts a
+float).
 """
 from __future__ import annotations
 

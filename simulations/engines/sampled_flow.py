@@ -75,8 +75,8 @@ from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.population.flow import (
-    ATOL, MIN_RECORDS, PER_DECADE, RTOL, SLOPE_MIN, STILL, T_MAX, T_MIN, reached_horizon,
-    record_times)
+    ATOL, MAX_EVALUATIONS_PER_RECORD, MIN_RECORDS, PER_DECADE, RTOL, SLOPE_MIN, STILL, T_MAX,
+    T_MIN, Stalled, check_horizon, reached_horizon, record_times, stall_guard, stalled_status)
 from patchassoc.simulations.engines.sampled_descent import draw_run
 from patchassoc.simulations.engines.sampled_hessian import hessian
 from patchassoc.simulations.engines.sampler import Sample
@@ -174,6 +174,7 @@ def _check_options(t_max, per_decade, method, jacobian, rates) -> float:
     for name, val in rates.items():
         if not (math.isfinite(float(val)) and float(val) > 0):
             raise ValueError(f"{name} must be a positive finite number, got {val!r}")
+    check_horizon(t_max, rates["eta_v"], rates["eta_Q"])
     return t_max
 
 
@@ -210,7 +211,9 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
     Returns
     -------
     SampledFlowTrajectory
-        ``status`` is ``"ok"``, ``"solver failed at t = ..."``, ``"non-finite at t = ..."`` or
+        ``status`` is ``"ok"``, ``"solver failed at t = ..."``, ``"non-finite at t = ..."``,
+        ``"stalled at t = ..."`` (too many evaluations between two records,
+        :func:`~patchassoc.simulations.engines.population.flow.stall_guard`) or
         ``"interrupted at t = ..."``; what was recorded up to then is kept, and
         :attr:`SampledFlowTrajectory.reached` says whether the horizon was reached.
     """
@@ -234,6 +237,8 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
     off = ~np.eye(D, dtype=bool)
     m = np.concatenate([np.full(d, float(eta_v)), np.full(int(off.sum()), float(eta_Q))])
     state = {"evaluations": 0, "jacobians": 0, "jacobian_seconds": 0.0}
+    # the solver's own differences evaluate the right-hand side once per coordinate
+    stall_limit = MAX_EVALUATIONS_PER_RECORD + (m.size if jacobian == "finite" else 0)
 
     def unpack(theta):
         v = np.ascontiguousarray(theta[:d])
@@ -251,6 +256,7 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         return v, Q, A, loss, err, g
 
     def rhs(s, theta):
+        stall_guard(state, t_rec[min(len(rows["t"]), len(t_rec) - 1)], stall_limit)
         return -math.exp(s) * m * quantities(theta)[5]
 
     def jac(s, theta):
@@ -266,6 +272,7 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
     rows: dict[str, list] = {k: [] for k in SampledFlowTrajectory.ARRAYS}
 
     def record(t, theta):
+        state["since_record"] = 0
         stamps.append(time.perf_counter() - t0)
         v, Q, A, loss, err, _ = quantities(theta)
         alpha = fixed_order.dot(v, w_star)
@@ -324,6 +331,8 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
                 record(float(t_rec[nxt]), np.asarray(theta, dtype=np.float64))
                 nxt += 1
                 bar.update(1)
+    except Stalled as exc:
+        status = stalled_status(exc, s_now, eta_v, eta_Q)
     except FloatingPointError:
         status = f"non-finite at t = {math.expm1(s_now):.3g}"
     except BaseException as exc:  # Ctrl-C, also inside a kernel (a SystemError caused by it)

@@ -39,10 +39,12 @@ that succeeds writes its ``provenance.json``, then ``step.json`` (its record): a
 A step's record carries its ``work`` (a JSON-ready description of what it computed: the
 resolved configuration, seed, quick or full, the study's protocol version), the ``fingerprint``
 of that work, and the fingerprints of the steps it read (``inputs``) as they were when it
-started. :func:`plan_steps` reuses a stored step only if its record is intact, its fingerprint is
-the step's and its inputs are still those it read; a step of other work is computed again with
-one line saying what differs (or refused, ``recompute=False``), and a corrupt ``step.json`` is
-computed again with one line naming it. A step's old ``step.json`` is removed when it starts, so
+started, and, written last with its own digest, the digest of every file the step wrote
+(:mod:`.verified`). :func:`plan_steps` reuses a stored step only if its record is intact, every
+file it lists is as the step wrote it, its fingerprint is the step's and its inputs are still
+those it read; a step of other work is computed again with one line saying what differs (or
+refused, ``recompute=False``), and a corrupt ``step.json``, or a step whose files changed or a
+write did not finish, is computed again with one line naming the file. A step's old ``step.json`` is removed when it starts, so
 a step that fails again is never taken for done.
 
 This module imports nothing from the studies, the engines or the command line: they pass it
@@ -65,10 +67,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from patchassoc.simulations.runtime.errors import Interrupted, UsageError, interrupted_by
+from patchassoc.simulations.runtime.errors import (CorruptFile, Interrupted, UsageError,
+                                                   interrupted_by)
 from patchassoc.simulations.runtime.progress import notice, progress_bar
 from patchassoc.simulations.runtime.provenance import utc_now, write_provenance
-from patchassoc.simulations.runtime.results import fingerprint, stored_object, write_json
+from patchassoc.simulations.runtime.results import fingerprint
+from patchassoc.simulations.runtime.verified import (STEP_RECORD, read_step_record,
+                                                     write_step_record)
 
 __all__ = ["default_jobs", "single_numba_thread", "Shared", "map_tasks", "Step", "run_steps",
            "plan_steps", "stored_step", "stale_inputs", "describe_change", "ONE_CORE",
@@ -295,6 +300,7 @@ def connect_dask(dask, timeout: float | None = None) -> DaskCluster:
         cluster = DaskCluster(str(dask.scheduler.address), dask, timeout, own=False)
     else:
         address = str(dask)
+        _check_address(address)
         try:
             client = Client(address, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError) as exc:
@@ -309,6 +315,19 @@ def connect_dask(dask, timeout: float | None = None) -> DaskCluster:
         raise DaskUnavailable(f"the Dask scheduler at {cluster.address} has no worker after "
                               f"{timeout:g} s (--dask-timeout)") from None
     return cluster
+
+
+def _check_address(address: str) -> None:
+    """Refuse an address Dask cannot read before a client is made: a client that fails to
+    parse its address is half made, and its finalizer later waits and prints a traceback."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    try:
+        scheme, loc = parse_address(address)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            parse_host_port(loc)
+    except ValueError as exc:
+        raise UsageError(f"--dask {address!r} is not a Dask scheduler address "
+                         f"({_first_line(exc)}; expected tcp://HOST:PORT)") from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -404,12 +423,20 @@ def _cpu_seconds() -> float:
 
 
 def stored_step(folder: str | Path) -> tuple[dict | None, str | None]:
-    """The record in ``<folder>/step.json`` of a step that finished, or ``(None, why)``:
-    ``"missing"`` or ``"corrupt: <reason>"`` (not JSON, not an object, not a finished step's
-    record)."""
-    rec, why = stored_object(Path(folder) / "step.json", "a step's record (a JSON object)")
-    if rec is None:
-        return None, why
+    """The record in ``<folder>/step.json`` of a step that finished, verified with every file it
+    lists (:func:`~.verified.read_step_record`), or ``(None, why)``: ``"missing"`` or
+    ``"corrupt: <reason>"`` (not JSON, not its digest, a file of the step changed or missing,
+    not a finished step's record)."""
+    path = Path(folder) / STEP_RECORD
+    if not path.exists():
+        return None, "missing"
+    try:
+        rec = read_step_record(folder)
+    except CorruptFile as exc:
+        where = "" if Path(exc.path) == path else f"{exc.path} "
+        return None, f"corrupt: {where}{exc.reason}"
+    except OSError as exc:
+        return None, f"corrupt: {exc.strerror or exc}"
     if rec.get("ok") is not True or not isinstance(rec.get("summary"), dict) \
             or rec.get("step") != Path(folder).name:
         return None, "corrupt: not the record of a finished step"
@@ -547,8 +574,10 @@ def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool,
         record = {"step": name, "ok": ok, "seconds": time.perf_counter() - t0,
                   "cpu_seconds": _cpu_seconds() - c0, "summary": summary, **(stamp or {})}
         if ok:
+            # last, with its own digest and every file the step wrote (its provenance too):
+            # a step is reused, and its files are read, only as they were when it finished
             write_provenance(folder, started=started, exit_status=0)
-            write_json(marker, record)
+            write_step_record(folder, record)
         return record
     except BaseException as exc:  # noqa: BLE001 - a failed step must not stop the others
         new = _as_interrupt(exc)

@@ -446,7 +446,7 @@ def compute(config: Config, out, *, n_seeds: int | None = None, quick: bool = Fa
     the Fig. 2 control (``out/control``) and, with ``budget``, the readings of sampled GD within
     a budget (:func:`.claim2_seeds.compute`: ``out/seeds.json``); the JSON-ready summary
     (``out/flow.json``), the GD summary under ``budget_readings``."""
-    from patchassoc.simulations.runtime.results import write_json
+    from patchassoc.simulations.runtime.verified import write_summary
     from patchassoc.simulations.studies import claim2_seeds as c2
     from patchassoc.simulations.studies.fig2_control import run_pair
 
@@ -477,7 +477,7 @@ def compute(config: Config, out, *, n_seeds: int | None = None, quick: bool = Fa
                         horizon=horizon)
         gd.pop("records", None)
         summary["budget_readings"] = gd
-    write_json(out / "flow.json", summary)
+    write_summary(out / "flow.json", summary)
     return summary
 
 
@@ -496,14 +496,14 @@ def reproduce(out_dir: Path, config: Config, seed: int, quick: bool, progress: b
 def verdict(root: Path) -> dict:
     """Claim 2 from a reproduction folder: ``seeds/flow.json`` (the verdict), ``seeds/seeds.json``
     (the GD readings within a budget, when computed) and the convergence result."""
-    from patchassoc.simulations.runtime.results import read_json_object
+    from patchassoc.simulations.runtime.verified import read_verified
     from patchassoc.simulations.studies import claim2_seeds as c2
     from patchassoc.simulations.studies.verdicts import reference_structure
 
     conv, conv_src = c2._convergence_from(root)
     flows_path, gd_path = root / "seeds" / "flow.json", root / "seeds" / "seeds.json"
-    flows = read_json_object(flows_path) if flows_path.exists() else None
-    gd = read_json_object(gd_path) if gd_path.exists() else None
+    flows = read_verified(flows_path) if flows_path.exists() else None
+    gd = read_verified(gd_path) if gd_path.exists() else None
     return claim2_at_flow(flows, gd, conv, reference_structure(root),
                           source=f"{flows_path.parent}; {conv_src}")
 

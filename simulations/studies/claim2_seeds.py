@@ -22,7 +22,7 @@ from patchassoc.simulations.analysis.stats import wilson_interval  # noqa: F401 
 
 from patchassoc.simulations.engines.population.trajectory import run_population
 from patchassoc.simulations.engines.sampled_descent import TrainResult
-from patchassoc.simulations.runtime.results import read_json_object, write_json
+from patchassoc.simulations.runtime.verified import read_verified, write_summary
 # the seed rule's names, re-exported here: their home is common.seed_rule
 from patchassoc.simulations.studies.common.seed_rule import (  # noqa: F401
     ERROR_FACTOR, ERROR_SLACK, HORIZON, N_SEEDS, NULL_PARTITIONS, PROTOCOL, QUICK_SEEDS,
@@ -136,16 +136,16 @@ def _slope_of(conv: dict | None) -> float | None:
 
 def _convergence_from(root: Path) -> tuple[dict | None, str]:
     """The convergence summary of a reproduction: ``convergence/step.json``, else the
-    population step's ``convergence`` entry, else ``population/convergence/metrijson``."""
+    population step's ``convergence`` entry, else ``population/convergence/metrics.json``."""
     s = step_summary(root / "convergence")
     if s and _slope_of(s) is not None:
         return s, str(root / "convergence")
     s = step_summary(root / "population")
     if s and isinstance(s.get("convergence"), dict):
         return s["convergence"], str(root / "population") + " (convergence)"
-    path = root / "population" / "convergence" / "metrijson"
+    path = root / "population" / "convergence" / "metrics.json"
     if path.exists():
-        return read_json_object(path), str(path.parent)
+        return read_verified(path), str(path.parent)
     return None, "-"
 
 
@@ -188,7 +188,7 @@ def compute(config, out: Path, *, n_seeds=None, quick: bool = False, jobs: int =
     if control:
         pair = run_pair(cfg, seed=first_seed, out=out / "control", progress=progress)
         summary["control"] = pair
-    write_json(out / "seeds.json", summary)
+    write_summary(out / "seeds.json", summary)
     return summary
 
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from patchassoc.theory.lemmas import prove_all
-from patchassoc.simulations.runtime.results import read_json_object, write_json
+from patchassoc.simulations.runtime.verified import read_verified, write_summary
 from patchassoc.simulations.studies.study import LiveContext, Outcome, Study
 from patchassoc.simulations.studies.verdicts import not_run, record, step_summary, with_cause
 
@@ -92,7 +92,7 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
     """
     log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else None
     summary = prove(None, log=log)
-    path = write_json(Path(out_dir) / "lemmas.json", summary)
+    path = write_summary(Path(out_dir) / "lemmas.json", summary)
     summary["out"] = str(path)
     summary["figures"] = []
     if not summary.get("all_proved"):
@@ -103,7 +103,7 @@ def reproduce(out_dir: Path, config, seed: int, quick: bool, progress: bool) -> 
 def _lemmas_from(root: Path) -> dict | None:
     lem = step_summary(root / "lemmas")
     if lem is None and (root / "lemmas" / "lemmas.json").exists():
-        lem = read_json_object(root / "lemmas" / "lemmas.json")
+        lem = read_verified(root / "lemmas" / "lemmas.json")
     return lem
 
 

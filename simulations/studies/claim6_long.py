@@ -38,7 +38,7 @@ from patchassoc.simulations.engines.vit.data import load_dataset
 from patchassoc.simulations.engines.vit.run_store import RunStore, run_key
 from patchassoc.simulations.engines.vit.locality_stats import mean_ci, paired_gap_ci
 from patchassoc.simulations.runtime.errors import UsageError
-from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.runtime.verified import write_summary
 from patchassoc.simulations.studies import claim6_vit
 from patchassoc.simulations.studies.study import Outcome
 
@@ -204,7 +204,7 @@ def run_long(out: Path, data: str = "fashion-mnist", data_dir=None, seeds: int =
     summary["claim6"] = claim6_vit.claim6(summary)
     summary["out"] = str(out)
     summary["figures"] = []
-    write_json(out / "summary.json", summary)
+    write_summary(out / "summary.json", summary)
     return Outcome(summary, {"result": result, "shuffle": None, "curves": curves},
                    saved=out / "summary.json")
 

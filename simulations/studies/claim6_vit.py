@@ -64,7 +64,7 @@ from pathlib import Path
 
 from patchassoc.simulations.analysis.formatting import num
 from patchassoc.simulations.runtime.errors import UsageError
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.verified import read_verified, write_summary
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, not_run, step_summary,
                                                      with_cause, wrap)
@@ -222,7 +222,7 @@ def run_comparison(out: Path, data: str = "digits", data_dir=None, seeds: int = 
     summary["claim6"] = claim6(summary)
     summary["out"] = str(out)
     summary["figures"] = []
-    write_json(out / "summary.json", summary)
+    write_summary(out / "summary.json", summary)
     return Outcome(summary, {"result": result, "shuffle": shuffled}, saved=out / "summary.json")
 
 
@@ -542,7 +542,7 @@ def folder_summary(folder) -> dict:
         if not path.is_file():
             continue
         try:
-            data = read_json(path)
+            data = read_verified(path)
         except (ValueError, OSError) as exc:
             raise UsageError(f"{path}: cannot be read as JSON ({exc})") from exc
         if name == "step.json" and isinstance(data, dict):

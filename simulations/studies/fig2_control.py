@@ -29,7 +29,7 @@ from patchassoc.theory.config import Config, preset
 from patchassoc.theory.recovery import recovery_report
 
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.verified import read_summary, write_summary
 from patchassoc.simulations.engines.sampled_descent import TrainResult, train
 
 __all__ = ["CONTROL_EPS", "control_config", "train_data_option", "score", "run_pair",
@@ -89,12 +89,12 @@ def run_pair(base: Config | None = None, seed: int = 0, out: str | Path | None =
                "control_ok": not records["control"]["assoc_associated"],
                "config": control_cfg.to_dict()}
     if out is not None:
-        write_json(Path(out) / "gaussian_cnn.json", summary)
+        write_summary(Path(out) / "gaussian_cnn.json", summary)
     return summary
 
 
 def load_pair(out: str | Path) -> tuple[dict, TrainResult, TrainResult]:
     """The summary and both runs saved by :func:`run_pair` (for the figure)."""
     out = Path(out)
-    return (read_json(out / "gaussian_cnn.json"), TrainResult.load(out / "gaussian-cnn"),
+    return (read_summary(out / "gaussian_cnn.json"), TrainResult.load(out / "gaussian-cnn"),
             TrainResult.load(out / "structured"))

@@ -21,7 +21,7 @@ from patchassoc.simulations.studies import (claim1_grid, claim2_flow, claim3_sol
                                             spatial_locality)
 from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_transfer
 from patchassoc.simulations.studies.robustness import run as robustness
-from patchassoc.simulations.runtime.errors import UsageError
+from patchassoc.simulations.runtime.errors import CorruptFile, UsageError
 from patchassoc.simulations.runtime.results import write_json
 from patchassoc.simulations.studies.study import LiveContext, Outcome, Study
 from patchassoc.simulations.studies.verdicts import (as_preview, is_quick, not_run, record,
@@ -77,10 +77,25 @@ def _verdict(study: Study, root: Path) -> dict:
     not crash."""
     try:
         return study.verdict(root)
+    except CorruptFile as exc:
+        # a file that failed verification: named, with why, and none of its numbers read
+        return record(study.claim, f"error: {exc.path} {exc.reason}", "", False,
+                      str(root / study.name), detail=f"CorruptFile: {exc}", status="fail",
+                      values={"corrupt": {"path": exc.path, "reason": exc.reason}})
     except (KeyError, ValueError, TypeError, AttributeError, OSError) as exc:
         # AttributeError: a JSON file of the wrong shape (a list where an object should be)
         return record(study.claim, "error", "", False, str(root / study.name),
                       detail=f"{type(exc).__name__}: {exc}", status="fail")
+
+
+def _table(study: Study, root: Path) -> dict | None:
+    """The study's table; a file that fails verification gives a table that names it (and no
+    number of it), not a crash."""
+    try:
+        return study.table(root)
+    except CorruptFile as exc:
+        return {"title": f"{study.name}: error: {exc.path} {exc.reason}", "columns": [],
+                "rows": [], "corrupt": {"path": exc.path, "reason": exc.reason}}
 
 
 def collect_from(root: str | Path, quick: bool | None = None) -> list[dict]:
@@ -94,8 +109,9 @@ def collect_from(root: str | Path, quick: bool | None = None) -> list[dict]:
         raise UsageError(f"{root} is not a folder (a `patchassoc reproduce` folder expected)")
     quick = is_quick(root) if quick is None else bool(quick)
     claims = [_verdict(s, root) for s in claim_studies()]
-    if quick:
-        claims = [as_preview(c) for c in claims]
+    if quick:   # a file that failed verification stays an error: it is no reading at all
+        claims = [c if (c.get("values") or {}).get("corrupt") else as_preview(c)
+                  for c in claims]
     return claims
 
 
@@ -126,7 +142,7 @@ def check(config, seed: int, from_dir: Path | None = None, *, train: bool = True
     if from_dir is not None:
         claims = collect_from(from_dir, quick=quick)
         strict = True
-        tables = [t for t in (s.table(Path(from_dir)) for s in STUDIES if s.table)
+        tables = [t for t in (_table(s, Path(from_dir)) for s in STUDIES if s.table)
                   if t is not None]
     else:
         claims = collect_live(config, seed, train=train, progress=progress, log=log)

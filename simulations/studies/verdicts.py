@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from patchassoc.simulations.analysis.formatting import num
 from patchassoc.theory.association import control_records
 from patchassoc.theory.config import preset
 from patchassoc.theory.structure import Structure, build_structure
 from patchassoc.simulations.engines.sampler import streams
-from patchassoc.simulations.runtime.results import read_json_object
+from patchassoc.simulations.runtime.verified import (load_verified_folder, read_step_record,
+                                                     read_summary)
 
 __all__ = ["STATUSES", "record", "not_run", "as_preview", "controls_ok", "controls_text",
            "matrix_controls", "wrap", "from_step", "step_summary", "reference_structure",
@@ -161,7 +160,7 @@ def step_summary(folder: Path) -> dict | None:
     path = folder / "step.json"
     if not path.exists():
         return None
-    data = read_json_object(path, "a step's record")   # CorruptFile names the file
+    data = read_step_record(folder, files=False)   # verified; CorruptFile names the file
     return data.get("summary", data)
 
 
@@ -170,8 +169,7 @@ def reference_structure(root: Path) -> Structure | None:
     for path in (root / "train" / "arrays.npz", root / "solutions" / "main" / "arrays.npz"):
         if path.exists():
             try:
-                with np.load(path) as z:
-                    return Structure(z["sets"])
+                return Structure(load_verified_folder(path.parent)[2]["sets"])
             except (KeyError, ValueError, OSError):
                 continue
     return None
@@ -182,7 +180,7 @@ def is_quick(root: Path) -> bool:
     path = root / "reproduce.json"
     if path.exists():
         try:
-            if read_json_object(path).get("quick"):
+            if read_summary(path).get("quick"):
                 return True
         except (ValueError, OSError):
             pass

@@ -61,6 +61,21 @@ def test_timings_are_ignored(before, tmp_path):
     assert not any(is_timing_key(k) for k in ("steps", "share_mean", "risk", "n_seeds", "ds"))
 
 
+def test_integrity_digests_are_ignored_and_the_numbers_they_guard_still_compared(before,
+                                                                                tmp_path):
+    """A step record with its digests (issue 39) against one written before them: the same;
+    a number beside them that differs still differs."""
+    digests = {"digest": "ab" * 32, "digests": {"seed-000/arrays.npz": "cd" * 32}}
+    after = _run(tmp_path / "after", extra=digests)
+    cmp = compare_folders(before, after)
+    assert cmp.same, cmp.differences
+    assert cmp.ignored["integrity digests"] == 2
+    changed = _run(tmp_path / "changed", risk=0.25, extra=digests)
+    cmp = compare_folders(before, changed)
+    assert [(f, where) for f, where, *_ in cmp.differences] == [
+        ("seeds/runs.jsonl", "[1].acc"), ("seeds/step.json", "summary.risk")]
+
+
 def test_a_float_changed_in_its_last_bit_differs(before, tmp_path, capsys):
     risk = np.nextafter(0.125, 1.0)
     after = _run(tmp_path / "after", risk=float(risk))

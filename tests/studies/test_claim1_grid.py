@@ -13,9 +13,9 @@ from patchassoc.simulations.engines.population.flow import run_flow
 from patchassoc.cli.main import main
 from patchassoc.theory.config import preset
 from patchassoc.simulations.studies import claim1_grid as cg
-from patchassoc.simulations.studies import verdicts
 from patchassoc.simulations.engines.population.trajectory import initial_point, population_descent
-from patchassoc.simulations.runtime.results import write_arrays, write_json
+from patchassoc.simulations.runtime.results import save_folder
+from patchassoc.simulations.runtime.verified import write_summary
 from patchassoc.theory.association import invariant_association
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.structure import random_partition
@@ -313,9 +313,8 @@ def test_the_protocol_and_the_horizon_are_in_the_fingerprint():
 
 def test_check_from_prints_the_horizon_verdict_with_the_budget_beside_it(tmp_path, capsys):
     root = tmp_path / "repro"
-    (root / "train").mkdir(parents=True)
-    write_arrays(root / "train" / "arrays.npz", {"sets": _S().sets})
-    write_json(root / "grid" / "grid.json", cg.grid_summary(_regime(n_pass=8, n_moving=2)))
+    save_folder(root / "train", {}, {}, {"sets": _S().sets})
+    write_summary(root / "grid" / "grid.json", cg.grid_summary(_regime(n_pass=8, n_moving=2)))
     assert cg.verdict(root)["cause"]["code"] == "i"
     main(["check", "--from", str(root), "--out", str(tmp_path / "c")])
     text = " ".join(capsys.readouterr().out.split())
@@ -324,7 +323,7 @@ def test_check_from_prints_the_horizon_verdict_with_the_budget_beside_it(tmp_pat
     # a grid of the step-budget protocol is not read as the horizon verdict
     old = cg.grid_summary(_regime(n_pass=9))
     old.pop("protocol")
-    write_json(root / "grid" / "grid.json", old)
+    write_summary(root / "grid" / "grid.json", old)
     rec = cg.verdict(root)
     assert rec["status"] == "not run" and "claim1-grid-1" in rec["detail"]
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from patchassoc.simulations.runtime.verified import write_step_record
 from patchassoc.simulations.studies import claim7_scaling as sc
 from patchassoc.simulations.studies.claim7_scaling import studies as sc_studies
 from patchassoc.cli.main import main
@@ -188,7 +189,7 @@ def test_a_failing_claim7_names_its_cause():
 def _verdict_folder(tmp_path, summary):
     step = tmp_path / "scaling"
     step.mkdir(parents=True)
-    (step / "step.json").write_text(json.dumps({"summary": summary}))
+    write_step_record(step, {"summary": summary})
     return tmp_path
 
 

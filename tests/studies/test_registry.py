@@ -5,13 +5,12 @@ import json
 import math
 
 import numpy as np
-import pytest
 
 from patchassoc.cli.main import main
 from patchassoc.simulations.studies import (claim1_grid, claim2_seeds, claim3_solutions,
                                             claim4_lemmas, claim6_vit, registry, verdicts)
 from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_transfer
-from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.runtime.verified import write_step_record, write_summary
 from patchassoc.theory.invariant import invariant_fraction, invariant_logits
 from patchassoc.theory.solutions import pattern
 from patchassoc.theory.structure import random_partition
@@ -189,23 +188,25 @@ def test_summarize_exit_status():
 
 
 def _step(folder, summary):
-    write_json(folder / "step.json", {"step": folder.name, "ok": True, "seconds": 1.0,
-                                      "summary": summary})
+    folder.mkdir(parents=True, exist_ok=True)
+    write_step_record(folder, {"step": folder.name, "ok": True, "seconds": 1.0,
+                               "summary": summary})
 
 
 def _reproduction(root, quick=False):
-    from patchassoc.simulations.runtime.results import write_arrays
-    (root / "train").mkdir(parents=True)
-    write_arrays(root / "train" / "arrays.npz", {"sets": _S().sets})  # the reference sets
-    write_json(root / "grid" / "grid.json", _grid(quick=quick))
-    write_json(root / "seeds" / "seeds.json", _seeds(quick=quick))
+    """A reproduction folder as the toolkit writes it: result folders with their manifest,
+    summaries with their own digest, step records last."""
+    from patchassoc.simulations.runtime.results import save_folder
+    save_folder(root / "train", {}, {}, {"sets": _S().sets})  # the reference sets
+    write_summary(root / "grid" / "grid.json", _grid(quick=quick))
+    write_summary(root / "seeds" / "seeds.json", _seeds(quick=quick))
     from tests.studies.test_claim2_flow import flows
-    write_json(root / "seeds" / "flow.json", flows(declared=not quick))
+    write_summary(root / "seeds" / "flow.json", flows(declared=not quick))
     _step(root / "population", dict(_pop(), convergence={"slope": -0.52, "Ns": [1, 2]}))
     _step(root / "lemmas", {"all_proved": True, "n_proved": 1, "n_lemmas": 1,
                             "lemmas": [{"name": "L1", "proved": True, "general": True}]})
-    write_json(root / "solutions" / "main" / "metrics.json", _solutions())
-    write_json(root / "reproduce.json", {"quick": quick, "steps": {}})
+    save_folder(root / "solutions" / "main", {}, _solutions(), {})
+    write_summary(root / "reproduce.json", {"quick": quick, "steps": {}})
 
 
 def test_check_from_a_reproduction_folder(tmp_path, capsys):
@@ -226,7 +227,7 @@ def test_check_from_a_reproduction_folder(tmp_path, capsys):
     assert text.count("control identity-heavy") == 2 and "control gaussian-cnn" in text
     assert "ASSOCIATED" not in text
     # a failing claim is reported as failed, and the table says so
-    write_json(root / "grid" / "grid.json", _grid(ref_pass=False))
+    write_summary(root / "grid" / "grid.json", _grid(ref_pass=False))
     status = main(["check", "--from", str(root), "--out", str(tmp_path / "c")])
     text = capsys.readouterr().out
     assert status == 1 and "FAIL" in text and "reference FAILS" in text

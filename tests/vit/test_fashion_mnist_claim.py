@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from patchassoc.simulations.runtime.results import write_json  # noqa: E402
+from patchassoc.simulations.runtime.verified import (write_step_record,  # noqa: E402
+                                                     write_summary)
 from patchassoc.simulations.studies import claim6_vit, registry  # noqa: E402
 from patchassoc.simulations.engines.vit.training import LONG_RECIPES, RECIPES  # noqa: E402
 from patchassoc.theory.config import preset  # noqa: E402
@@ -89,13 +90,13 @@ def _reproduction(root, digits_passes=True):
     """A reproduction folder whose vit step holds a digits summary."""
     s = summary(data="digits", pos=0.966 if digits_passes else 0.90, std=0.963,
                 gap=(0.0027, 0.009))
-    write_json(root / "vit" / "step.json", {"summary": s})
+    write_step_record(root / "vit", {"summary": s})
     return root
 
 
 def test_check_vit_decides_claim6_on_the_long_study_with_the_other_readings_beside(tmp_path):
     repro = _reproduction(tmp_path / "repro")
-    write_json(tmp_path / "out" / "fm-long" / "summary.json", long_summary())
+    write_summary(tmp_path / "out" / "fm-long" / "summary.json", long_summary())
     plain = registry.check(preset("ref"), 0, repro)
     six = next(c for c in plain["claims"] if c["id"] == "6")
     assert six["status"] == "pass" and six["claim"].startswith("decided on digits:")
@@ -110,7 +111,7 @@ def test_check_vit_decides_claim6_on_the_long_study_with_the_other_readings_besi
     assert "2-epoch reading: not found beside the long study" in six[0]["detail"]
     # the 2-epoch study beside it is found among the long folder's siblings, and printed as a
     # reading within a budget: its FAIL does not fail the claim
-    write_json(tmp_path / "out" / "fm-2" / "summary.json", summary(pos=0.8255, std=0.8143))
+    write_summary(tmp_path / "out" / "fm-2" / "summary.json", summary(pos=0.8255, std=0.8143))
     six = claim6_vit.decide(plain["claims"][5], long_dir)
     assert six["status"] == "pass" and six["values"]["beside_budget"]["status"] == "fail"
     assert six["values"]["beside_budget"]["folder"] == str((tmp_path / "out" / "fm-2").resolve())
@@ -121,7 +122,7 @@ def test_check_vit_decides_claim6_on_the_long_study_with_the_other_readings_besi
     assert both["status"] == "pass" and both["source"] == str(long_dir)
     assert both["values"]["beside_budget"]["folder"] == str(tmp_path / "out" / "fm-2")
     # a failing long study fails claim 6 even where the digits pass
-    write_json(long_dir / "summary.json", long_summary(pos=0.80, std=0.81))
+    write_summary(long_dir / "summary.json", long_summary(pos=0.80, std=0.81))
     out = registry.check(preset("ref"), 0, repro, vit_dir=[long_dir])
     assert "6" in out["failed"] and out["exit_status"] == 1
     six = next(c for c in out["claims"] if c["id"] == "6")
@@ -133,7 +134,7 @@ def test_the_2_epoch_study_alone_never_decides(tmp_path):
     """SPEC section 6, claim 6 (amended by issue 38): the 2-epoch Fashion-MNIST study is a
     reading within a budget; given alone, the reproduction's record stands, with it beside."""
     repro = _reproduction(tmp_path / "repro")
-    write_json(tmp_path / "fm" / "summary.json", summary(pos=0.80, std=0.81))
+    write_summary(tmp_path / "fm" / "summary.json", summary(pos=0.80, std=0.81))
     out = registry.check(preset("ref"), 0, repro, vit_dir=[tmp_path / "fm"])
     six = next(c for c in out["claims"] if c["id"] == "6")
     assert six["status"] == "pass" and six["claim"].startswith("decided on digits:")
@@ -141,13 +142,13 @@ def test_the_2_epoch_study_alone_never_decides(tmp_path):
     assert "within a budget, not the verdict" in six["detail"]
     assert claim6_vit.decide(None, tmp_path / "fm")["status"] == "not run"
     with pytest.raises(claim6_vit.UsageError, match="at most one folder that decides"):
-        write_json(tmp_path / "fm-long" / "summary.json", long_summary())
-        write_json(tmp_path / "fm-long2" / "summary.json", long_summary())
+        write_summary(tmp_path / "fm-long" / "summary.json", long_summary())
+        write_summary(tmp_path / "fm-long2" / "summary.json", long_summary())
         claim6_vit.decide(None, [tmp_path / "fm-long", tmp_path / "fm-long2"])
 
 
 def test_a_folder_without_a_declared_study_gives_a_preview(tmp_path):
-    write_json(tmp_path / "c" / "summary.json", summary(data="cifar10"))
+    write_summary(tmp_path / "c" / "summary.json", summary(data="cifar10"))
     rec = claim6_vit.decide(None, tmp_path / "c")
     assert rec["status"] == "preview" and "cifar10 has no declared study" in rec["detail"]
 
@@ -165,7 +166,7 @@ def test_check_vit_with_a_bad_folder_is_one_line_and_status_2(tmp_path, capsys):
     assert main([*args, str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(tmp_path / "bad" / "summary.json") in err[0]
-    write_json(tmp_path / "fm" / "summary.json", long_summary())
+    write_summary(tmp_path / "fm" / "summary.json", long_summary())
     assert main([*args, str(tmp_path / "fm"), "--json"]) == 1  # other claims not run
     s = json.loads(capsys.readouterr().out)
     six = next(c for c in s["claims"] if c["id"] == "6")
@@ -187,7 +188,7 @@ def test_a_summary_saved_without_loss_curves_gets_them_from_its_arrays(tmp_path)
                     permutation=np.arange(4))
     res.save(tmp_path)
     s = summary()
-    write_json(tmp_path / "summary.json", s)  # no train_loss_per_epoch in it
+    write_summary(tmp_path / "summary.json", s)  # no train_loss_per_epoch in it
     back = claim6_vit.folder_summary(tmp_path)
     np.testing.assert_allclose(back["positional"]["train_loss_per_epoch"], loss[1].mean(axis=0),
                                rtol=1e-15)
@@ -199,7 +200,7 @@ def test_a_folder_whose_arrays_cannot_be_read_says_why_its_cause_has_no_trend(tm
     """A summary without per-epoch losses in a folder whose arrays cannot be loaded (written
     before result folders had a manifest, say): the FAIL is the rule's (ii), and its cause says
     that the trend was not there to read, and why."""
-    write_json(tmp_path / "summary.json", long_summary(pos=0.83, std=0.82))
+    write_summary(tmp_path / "summary.json", long_summary(pos=0.83, std=0.82))
     (tmp_path / "arrays.npz").write_bytes(b"not an npz")
     rec = claim6_vit.decide(None, tmp_path)
     assert rec["status"] == "fail" and rec["cause"]["code"] == "ii"

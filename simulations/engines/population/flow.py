@@ -29,8 +29,8 @@ converged.
 
 The horizon and the limit (SPEC section 6, one rule for every flow). A flow reaches its horizon
 when it was integrated to t_max (status ``ok``) or stopped at a stationary point (at rest, its
-state holds to the horizon); any other end (a solver failure, a non-finite value, an
-interruption) leaves it **censored**: its last state is never read as the state at the horizon
+state holds to the horizon); any other end (a solver failure, a non-finite value, a solver
+stalled by step sizes it cannot follow in float64, an interruption) leaves it **censored**: its last state is never read as the state at the horizon
 (:attr:`FlowTrajectory.reached`), every time to a criterion is censored, and it has no limit
 class. The limit (:func:`limit_class`) is decided from the records of the last decade before
 the horizon, t >= t_max / 10 (at least ``MIN_RECORDS``), with u = b - c:
@@ -85,7 +85,8 @@ __all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_
            "T_MIN", "PER_DECADE", "REL_BOUND", "RTOL", "ATOL", "COMPLETE_MAX", "SLOPE_MIN", "STILL",
            "classify_decade", "LIMIT_RULE", "record_times",
            "TOL_FLOOR", "LIMIT_CLASSES", "METHODS", "BAYES_FACTOR", "MIN_RECORDS", "TIE_RTOL",
-           "FLOW_VERSION", "reached_horizon"]
+           "FLOW_VERSION", "reached_horizon", "MAX_EVALUATIONS_PER_RECORD", "Stalled",
+           "stall_guard", "stalled_status", "check_horizon"]
 
 #: Version of the flow's numbers: studies put it in their cells' fingerprints, so that cells
 #: computed by an older engine are recomputed, never reused.
@@ -123,6 +124,48 @@ METHODS = {"LSODA": LSODA, "Radau": Radau, "BDF": BDF}
 _RESTARTS = 3
 #: Tightenings of a truncated evaluation's tolerance before the flow gives up.
 _RETRIES = 8
+#: Right-hand sides a flow may evaluate between two records before it stops as ``stalled``: a
+#: flow whose steps sizes make it move faster than float64 steps can follow (eta_Q = 1e50, say)
+#: keeps the solver at its first step forever; a flow of the studies takes at most a few
+#: hundred between two records.
+MAX_EVALUATIONS_PER_RECORD = 3000
+
+
+class Stalled(Exception):
+    """The solver used :data:`MAX_EVALUATIONS_PER_RECORD` evaluations without reaching the next
+    record: the flow stops there (status ``stalled at t = ...``), censored."""
+
+
+def check_horizon(t_max: float, eta_v: float, eta_Q: float) -> None:
+    """Refuse a horizon the flow cannot reach in float64: the solver integrates
+    d theta / ds = (1 + t) M grad R up to s = ln(1 + t_max), so (1 + t_max) times the step sizes
+    must be a float64 number (with the headroom of the gradient's terms).
+
+    Raises
+    ------
+    ValueError
+        Naming t_max and the step size.
+    """
+    for name, eta in (("eta_v", eta_v), ("eta_Q", eta_Q)):
+        if not (1.0 + float(t_max)) * float(eta) <= 1e300:
+            raise ValueError(f"t_max = {float(t_max):g} with {name} = {float(eta):g}: the flow's "
+                             f"time (1 + t) {name} would pass 1e300 before the horizon, too "
+                             f"close to the largest float64 for the gradient's terms")
+
+
+def stall_guard(state: dict, t_next, limit: int = MAX_EVALUATIONS_PER_RECORD) -> None:
+    """Count one evaluation of the right-hand side in ``state`` (key ``"since_record"``, which
+    a record sets to 0); raise :class:`Stalled` past ``limit`` since the last record.
+    ``t_next`` is the time of the next record (for the message)."""
+    state["since_record"] = state.get("since_record", 0) + 1
+    if state["since_record"] > limit:
+        raise Stalled(f"{limit} evaluations short of the next record t = {t_next:.3g}")
+
+
+def stalled_status(exc: Stalled, s_now: float, eta_v: float, eta_Q: float) -> str:
+    """The status of a flow stopped by :func:`stall_guard` at ``s = ln(1 + t)``."""
+    return (f"stalled at t = {math.expm1(s_now):.3g} ({exc}: the flow moves faster than "
+            f"float64 steps can follow, with eta_v = {eta_v:g} and eta_Q = {eta_Q:g})")
 
 
 class _Stationary(Exception):
@@ -243,7 +286,8 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
     -------
     FlowTrajectory
         ``status`` is ``"ok"``, ``"stationary at t = ..."``, ``"solver failed at t = ..."``,
-        ``"non-finite at t = ..."`` or ``"interrupted at t = ..."``; what was recorded up to then
+        ``"non-finite at t = ..."``, ``"stalled at t = ..."`` (:data:`MAX_EVALUATIONS_PER_RECORD`
+        evaluations between two records) or ``"interrupted at t = ..."``; what was recorded up to then
         is kept (:attr:`FlowTrajectory.reached` says whether the horizon was reached).
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
@@ -260,6 +304,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                     ("rel_bound", rel_bound)):
         if not (math.isfinite(float(v)) and float(v) > 0):
             raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+    check_horizon(t_max, eta_v, eta_Q)
     y0 = np.array([alpha0, *coords0], dtype=np.float64)
     if y0.shape != (4,) or not np.all(np.isfinite(y0)):
         raise ValueError("alpha0 and the three attention coordinates (a, b, c) must be finite")
@@ -303,6 +348,7 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
         raise _Stationary()
 
     def rhs(s, y):
+        stall_guard(state, t_rec[min(nxt_record[0], len(t_rec) - 1)])
         try:
             v, _, rel = evaluate(y)
         except (OverflowError, ZeroDivisionError) as exc:
@@ -317,8 +363,11 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
     t_rec = record_times(t_max, per_decade)
     s_rec = np.array([math.log1p(float(x)) for x in t_rec])
     rows: dict[str, list] = {k: [] for k in FlowTrajectory.ARRAYS}
+    nxt_record = [0]     # the index of the next record (for the stall guard's message)
 
     def record(t, y, into):
+        state["since_record"] = 0
+        nxt_record[0] += 1
         v, ev, rel = evaluate(y)
         state["max_rel"] = max(state["max_rel"], rel)
         alpha, a, b, c = (float(x) for x in y)
@@ -369,6 +418,8 @@ def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                 bar.update(1)
     except _Stationary:
         status = f"stationary at t = {math.expm1(s_now):.3g}"
+    except Stalled as exc:
+        status = stalled_status(exc, s_now, eta_v, eta_Q)
     except FloatingPointError:
         status = f"non-finite at t = {math.expm1(s_now):.3g}"
     except BaseException as exc:  # Ctrl-C, also inside a kernel (a SystemError caused by it)

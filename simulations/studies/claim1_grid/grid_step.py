@@ -13,7 +13,7 @@ from pathlib import Path
 from patchassoc.simulations.engines.population.flow import FLOW_VERSION, T_MAX
 from patchassoc.simulations.engines.population.trajectory import run_population
 from patchassoc.simulations.runtime.executor import default_jobs
-from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.runtime.verified import write_summary
 from patchassoc.simulations.studies.claim1_grid.grid_points import GridTask, run_grid
 from patchassoc.simulations.studies.claim1_grid.grid_verdict import CLAIM, _ref_text, claim1, verdict
 from patchassoc.simulations.studies.common.horizon_rule import (
@@ -77,7 +77,7 @@ def compute(out: Path, *, ds=None, max_D=None, quick: bool = False, seed: int = 
                    seed=int(seed), base=base, protocol=PROTOCOL, wall_seconds=res["seconds"],
                    computed=len(res["computed"]), reused=len(res["reused"]),
                    points=records, out=str(out), figures=[])
-    write_json(out / "grid.json", summary)
+    write_summary(out / "grid.json", summary)
     return summary
 
 

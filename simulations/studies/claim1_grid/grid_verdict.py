@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchassoc.simulations.engines.population.flow import T_MAX
-from patchassoc.simulations.runtime.results import read_json_object
+from patchassoc.simulations.runtime.verified import read_verified
 from patchassoc.simulations.studies.common.horizon_rule import (
     BAYES_FACTOR,
     MAX_STEPS,
@@ -153,7 +153,7 @@ def verdict(root: Path) -> dict:
     """Claim 1 from a reproduction folder: ``grid/grid.json``; without it, the population
     step's single point (a preview)."""
     grid_path = root / "grid" / "grid.json"
-    grid = read_json_object(grid_path) if grid_path.exists() else None
+    grid = read_verified(grid_path) if grid_path.exists() else None
     if grid is not None and grid.get("protocol") != PROTOCOL:
         # a grid of another protocol (the step budget's) is not read as the horizon verdict
         return not_run("1", f"{grid_path} holds a grid of protocol "

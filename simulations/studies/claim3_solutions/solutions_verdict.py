@@ -10,7 +10,7 @@ from pathlib import Path
 
 from patchassoc.simulations.engines.sampled_descent import TrainResult
 from patchassoc.simulations.runtime.errors import UsageError
-from patchassoc.simulations.runtime.results import read_json_object
+from patchassoc.simulations.runtime.verified import read_verified
 from patchassoc.simulations.studies.claim3_solutions.measurement import (
     ALT_Q,
     BAYES_FACTOR,
@@ -204,7 +204,7 @@ def verdict(root: Path) -> dict:
     sol_dir = root / "solutions" / "main"
     if not (sol_dir / "metrics.json").exists():
         return not_run("3", f"no solutions result in {sol_dir}", claim=CLAIM)
-    return claim3(read_json_object(sol_dir / "metrics.json"), source=str(sol_dir))
+    return claim3(read_verified(sol_dir / "metrics.json"), source=str(sol_dir))
 
 
 def live(ctx: LiveContext) -> dict:

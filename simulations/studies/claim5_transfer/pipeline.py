@@ -51,7 +51,8 @@ from patchassoc.simulations.analysis.formatting import num
 from patchassoc.theory.config import Config
 
 from patchassoc.simulations.runtime.progress import notice
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.results import write_json
+from patchassoc.simulations.runtime.verified import read_summary, write_summary
 from patchassoc.simulations.engines.sampled_descent import TrainResult, train
 from patchassoc.simulations.studies.claim5_transfer import protocol as P
 from patchassoc.simulations.studies.claim5_transfer.analysis import summarize
@@ -106,7 +107,7 @@ def calibration(config: Config, folder: Path | None = None, images: int | None =
     path = None if folder is None else Path(folder) / "calibration.json"
     if path is not None and path.exists():
         try:
-            stored = read_json(path)
+            stored = read_summary(path)
             if stored.get("key") == key:
                 return dict(stored["result"], seconds=stored.get("seconds"), source=str(path))
         except (OSError, ValueError, KeyError):
@@ -116,7 +117,7 @@ def calibration(config: Config, folder: Path | None = None, images: int | None =
                                n=images, iterations=P.CALIBRATION_ITERATIONS)
     seconds = time.perf_counter() - t0
     if path is not None:
-        write_json(path, {"key": key, "result": result, "seconds": seconds})
+        write_summary(path, {"key": key, "result": result, "seconds": seconds})
     return dict(result, seconds=seconds, source="computed")
 
 

@@ -38,7 +38,7 @@ from patchassoc.simulations.runtime.errors import Interrupted
 from patchassoc.simulations.runtime.executor import (Shared, default_jobs, map_tasks,
                                                      single_numba_thread)
 from patchassoc.simulations.runtime.progress import notice, progress_bar
-from patchassoc.simulations.runtime.results import read_json_object, write_json
+from patchassoc.simulations.runtime.verified import read_summary, write_summary
 from patchassoc.simulations.studies.claim5_transfer.tasks import (
     METHODS, CellResult, TransferTask, run_cell)
 
@@ -91,7 +91,7 @@ def load_cell(folder: str | Path, cell: Cell, fingerprint: str) -> CellResult | 
     if not path.exists():
         return None
     try:
-        result = CellResult.from_dict(read_json_object(path, "a cell's record"))
+        result = CellResult.from_dict(read_summary(path))
     except (ValueError, TypeError, KeyError, OSError) as exc:
         notice(f"transfer sweep: {path} is corrupt ({exc}); computing that cell again")
         return None
@@ -184,7 +184,7 @@ def run_sweep(task, cells: Sequence[Cell], folder: str | Path, *,
         fingerprint = fingerprints[cell.upstream]
         if result.fingerprint != fingerprint:
             result = CellResult.from_dict(dict(result.to_dict(), fingerprint=fingerprint))
-        write_json(cell_path(folder, cell), result.to_dict())
+        write_summary(cell_path(folder, cell), result.to_dict())
         results[cell] = result
         computed.append(cell)
         bar.update(1)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from patchassoc.theory.config import Config, preset
 from patchassoc.simulations.engines.population.flow import T_MAX
-from patchassoc.simulations.runtime.results import read_json, write_json
+from patchassoc.simulations.runtime.verified import read_verified, write_summary
 from patchassoc.simulations.studies.robustness.runs import (RobustnessTask, cells_of,
                                                              run_study)
 from patchassoc.simulations.studies.robustness.tables import headline, table, variant_reading
@@ -97,7 +97,7 @@ def compute(out: Path, *, mode: str = "full", base: str = "ref", seed: int = 0,
                          "reused": len(res["reused"])},
                "cell_cpu_seconds": cost, "wall_seconds": time.perf_counter() - t0,
                "cpu_seconds": time.process_time() - c0, "out": str(out), "figures": []}
-    write_json(out / SUMMARY, summary)
+    write_summary(out / SUMMARY, summary)
     return summary
 
 
@@ -115,7 +115,7 @@ def read_table(root: Path) -> dict | None:
     path = Path(root) / "robustness" / SUMMARY
     if not path.exists():
         return None
-    s = read_json(path)
+    s = read_verified(path)
     return dict(s["table"], reading=s.get("reading"), preview=s.get("preview"),
                 preview_reasons=s.get("preview_reasons"), source=str(path))
 

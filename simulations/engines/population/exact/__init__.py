@@ -20,8 +20,8 @@ derivations are in ``docs/exact_engine.md``.
 from patchassoc.theory.bayes import bayes_error
 from patchassoc.simulations.engines.population.exact.bounds import tail_moments
 from patchassoc.simulations.engines.population.exact.evaluator import (
-    PARALLEL_MIN_CONFIGURATIONS, Evaluation, Evaluator, check_problem, evaluate, evaluate_gram,
-    warm_up)
+    PARALLEL_MIN_CONFIGURATIONS, Evaluation, Evaluator, check_point, check_problem, evaluate,
+    evaluate_gram, warm_up)
 from patchassoc.simulations.engines.population.exact.states import (
     MAX_CONFIGURATIONS, SECONDS_PER_CONFIGURATION, TAIL_SHARE, TIE_RTOL, Plan,
     count_configurations, plan)
@@ -29,4 +29,4 @@ from patchassoc.simulations.engines.population.exact.states import (
 __all__ = ["Evaluation", "evaluate", "evaluate_gram", "bayes_error", "plan", "Plan",
            "count_configurations", "tail_moments", "TIE_RTOL", "MAX_CONFIGURATIONS",
            "SECONDS_PER_CONFIGURATION", "check_problem", "warm_up", "PARALLEL_MIN_CONFIGURATIONS",
-           "TAIL_SHARE", "Evaluator"]
+           "TAIL_SHARE", "Evaluator", "check_point"]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from patchassoc.theory.activation import act
+from patchassoc.theory.activation import act, check_parameters, check_range
 from patchassoc.theory.bayes import _bayes_error, check_sizes
 from patchassoc.theory.invariant import attention_values, chain_to_gram, gram_jacobian
 from patchassoc.theory.invariant import gram_to_logits
@@ -112,6 +112,7 @@ def check_problem(L, C, q, p, nu):
     L, C, q = check_sizes(L, C, q)
     if isinstance(p, bool) or int(p) != p or p < 3 or int(p) % 2 == 0:
         raise ValueError(f"p must be an odd integer >= 3, got {p!r}")
+    check_parameters(p, 0.0)   # p <= P_MAX: the kernels form t^p by p - 1 products
     nu = float(nu)
     if not (math.isfinite(nu) and nu >= 0):
         raise ValueError(f"nu must be finite and >= 0, got {nu!r}")
@@ -127,6 +128,22 @@ def _check_point(**values):
             raise ValueError(f"{name} must be finite, got {v!r}")
         out.append(v)
     return out
+
+
+def check_point(L: int, C: int, p: int, nu: float, alpha, a, b, c, names=("alpha", "a", "b",
+                                                                          "c")) -> None:
+    """A point the engine can evaluate in float64: every coordinate finite, and alpha where a
+    sum of D = L C terms of act stays finite (act's arguments are alpha times attention-weighted
+    sums of signs, so at most |alpha| in size; :func:`~patchassoc.theory.activation.check_range`).
+    ``names`` name the coordinates in the messages (``("--alpha", ...)`` for the command line).
+
+    Raises
+    ------
+    ValueError
+        A coordinate is not finite, or act overflows at alpha (naming it).
+    """
+    _check_point(**dict(zip(names, (alpha, a, b, c))))
+    check_range(float(alpha), p, nu, L * C, what=f"{names[0]} = {float(alpha):g}")
 
 
 #: The record buffers of a run that records nothing (never written: their capacity is 0).
@@ -302,6 +319,7 @@ def evaluate(L: int, C: int, q: float, p: int, nu: float, alpha: float, a: float
     SPEC section 5.
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
+    check_point(L, C, p, nu, alpha, a, b, c)
     return _evaluate(L, C, q, p, nu, alpha, a, b, c, tol, max_configurations, prune,
                      parallel_min_configurations)
 
@@ -369,6 +387,7 @@ def evaluate_gram(L: int, C: int, q: float, p: int, nu: float, alpha: float, x: 
     :func:`patchassoc.theory.invariant.gram_to_logits`); the bounds are propagated with |J|^T.
     """
     L, C, q, p, nu = check_problem(L, C, q, p, nu)
+    check_point(L, C, p, nu, alpha, x, y, w, names=("alpha", "x", "y", "w"))
     return _evaluate_gram(L, C, q, p, nu, alpha, x, y, w, tol, max_configurations, prune,
                           parallel_min_configurations)
 
