@@ -14,7 +14,6 @@ maps use ``viridis`` (attention weights) and ``cividis``.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 from pathlib import Path

@@ -46,15 +46,18 @@ def ALLOCATES(args) -> tuple[str, ...]:
 
 
 def check_inputs(config, args) -> None:
-    """The folders given, before anything is computed: ``--from`` must be a folder, and
-    ``--vit`` must hold the summary of a ``patchassoc vit`` comparison (read and verified
-    here, so that a wrong folder is refused at once, not after the claims computed now)."""
+    """The folders given, before anything is computed: ``--from`` must be a folder, and each
+    ``--vit-from`` must hold the summary of a ``patchassoc vit`` comparison (read and verified
+    here, so that a wrong folder is refused at once, not after the claims computed now). A
+    missing or wrong input folder is a usage error (exit status 2)."""
+    from patchassoc.simulations.runtime.errors import UsageError
     if args.from_dir is not None and not args.from_dir.is_dir():
-        raise FileNotFoundError(2, "not a folder (--from expects a `patchassoc reproduce` "
-                                   "output folder)", str(args.from_dir))
+        raise UsageError(f"{args.from_dir} is not a folder (--from expects a `patchassoc "
+                         f"reproduce` output folder)")
     if args.vit_dir is not None:
         from patchassoc.simulations.studies.claim6_vit import folder_summary
-        folder_summary(args.vit_dir)
+        for folder in args.vit_dir:
+            folder_summary(folder)
 
 
 def add_arguments(parser) -> None:

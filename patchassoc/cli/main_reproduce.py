@@ -7,7 +7,7 @@ its ``step.json`` is intact and was computed for the same work from the same inp
 computed for other work (another seed, preset, ``--set``, quick or full, an older protocol) is
 computed again with one line saying what differs, or refused with exit status 2 under
 ``--no-recompute``; a corrupt ``step.json`` is computed again with one line naming it
-(:func:`patchassoc.simulations.runtime.executor.plan_steps`). ``--force`` reruns every selected
+(:func:`patchassoc.simulations.runtime.scheduler.plan_steps`). ``--force`` reruns every selected
 step. A step that fails is reported and the others still run; the exit status is 1 if any step
 failed.
 
@@ -19,7 +19,7 @@ read results that have changed since.
 The steps are the studies of :data:`patchassoc.simulations.studies.registry.STUDIES`; each runs its
 study and draws its figures (:func:`patchassoc.figures.catalog.draw`; none with ``--no-figures``,
 which a step reused by a later run keeps: ``--force --only STEP`` draws them). Steps run side by side
-(:func:`patchassoc.simulations.runtime.executor.run_steps`). With ``--jobs J`` (default: every core
+(:func:`patchassoc.simulations.runtime.scheduler.run_steps`). With ``--jobs J`` (default: every core
 this process may use) up to J steps run at once, in J worker processes (each kept for several steps,
 so the imports and the Numba kernels load once per worker). A step runs on one core
 (``PATCHASSOC_JOBS=1``, one Numba thread, ``OMP_NUM_THREADS=1``, which torch follows too) and writes
@@ -39,9 +39,9 @@ from pathlib import Path
 
 from patchassoc.simulations.runtime.errors import CorruptFile, UsageError
 from patchassoc.cli.options import add_no_figures, positive_int
-from patchassoc.simulations.runtime.executor import (Step, default_jobs, describe_change,
-                                                     plan_steps, run_steps, stale_inputs,
-                                                     stored_step)
+from patchassoc.simulations.runtime.executor import default_jobs
+from patchassoc.simulations.runtime.scheduler import (Step, describe_change, plan_steps,
+                                                      run_steps, stale_inputs, stored_step)
 from patchassoc.simulations.runtime.progress import notice
 from patchassoc.simulations.runtime.verified import read_summary, write_summary
 

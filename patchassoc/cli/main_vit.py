@@ -97,7 +97,7 @@ def run(ctx) -> dict:
     if a.status and a.recipe != "long":
         raise UsageError("--status is for --recipe long")
     if a.recipe == "long":
-        return _run_long(ctx, draw)
+        return _run_long(ctx)
     if a.control_seeds is not None:
         raise UsageError("--control-seeds is for --recipe long")
     outcome = run_comparison(ctx.out, a.data, a.data_dir, a.seeds, ctx.seed, a.device,
@@ -109,7 +109,7 @@ def run(ctx) -> dict:
     return outcome.summary
 
 
-def _run_long(ctx, draw) -> dict:
+def _run_long(ctx) -> dict:
     from patchassoc.simulations.studies.claim6_long import run_long
     a = ctx.args
     given = [o for o, v in (("--shuffle", a.shuffle), ("--shuffle-epochs", a.shuffle_epochs),
@@ -127,7 +127,7 @@ def _run_long(ctx, draw) -> dict:
                        ctx.progress and not ctx.json, a.max_train, epochs=a.epochs,
                        batch_size=a.batch_size, lr=a.lr, dim=a.dim, depth=a.depth,
                        heads=a.heads)
-    outcome.summary["figures"] = draw("vit", outcome, ctx.out)
+    outcome.summary["figures"] = ctx.draw("vit", outcome)
     return outcome.summary
 
 

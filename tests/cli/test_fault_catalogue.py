@@ -364,7 +364,7 @@ def test_commands_that_write_nothing_there_never_touch_patchassoc_out(read_only_
         raise ValueError(f"no files in {dest} (the test's stand-in for the download)")
 
     monkeypatch.setattr(fashion_mnist, "fetch", fetch)
-    line = _one_error(capsys, ["data", "fashion-mnist", "--dir", str(tmp_path / "w")])
+    line = _one_error(capsys, ["data", "fashion-mnist", "--data-dir", str(tmp_path / "w")])
     assert line == f"patchassoc: error: no files in {tmp_path / 'w'} (the test's stand-in for " \
                    f"the download)"
     assert list(read_only_cwd.iterdir()) == []
@@ -415,7 +415,7 @@ def test_check_validates_the_vit_folder_before_computing(capsys, monkeypatch, tm
     monkeypatch.setattr(registry, "collect_live",
                         lambda *a, **k: pytest.fail("computed before checking"))
     (tmp_path / "empty").mkdir()
-    line = _one_error(capsys, ["check", "--no-train", "--vit", str(tmp_path / "empty"),
+    line = _one_error(capsys, ["check", "--no-train", "--vit-from", str(tmp_path / "empty"),
                                "--out", str(tmp_path / "o")])
     assert line == (f"patchassoc: error: no `patchassoc vit` result in {tmp_path / 'empty'} "
                     f"(summary.json expected: the folder given to `patchassoc vit --out`)")

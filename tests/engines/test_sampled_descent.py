@@ -159,7 +159,6 @@ def test_recorded_association_metrics_are_the_metrics_of_the_recorded_matrices(t
 
 def test_summary_of_a_result_saved_without_the_association_metrics(tiny_run, tmp_path):
     """Result folders written before the metrics existed still load; the metrics read None."""
-    import numpy as np
     from patchassoc.simulations.runtime.results import load_folder, save_folder
     tiny_run.save(tmp_path / "run")
     config, metrics, arrays = load_folder(tmp_path / "run")

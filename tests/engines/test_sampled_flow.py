@@ -11,7 +11,6 @@ small-step limit of sampled gradient descent.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from patchassoc.simulations.runtime import executor
-from patchassoc.simulations.runtime.executor import Shared, Step, map_tasks, run_steps
+from patchassoc.simulations.runtime.executor import Shared, map_tasks
+from patchassoc.simulations.runtime.scheduler import Step, run_steps
 
 
 # -- module-level task functions (picklable for the pool and Dask) ------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 from patchassoc.cli.main import main
 from patchassoc.simulations.runtime.errors import CorruptFile
-from patchassoc.simulations.runtime.executor import Step, plan_steps, stored_step
+from patchassoc.simulations.runtime.scheduler import Step, plan_steps, stored_step
 from patchassoc.simulations.runtime.results import load_folder, save_folder
 from patchassoc.simulations.runtime.verified import (folder_digests, load_verified_folder,
                                                      read_step_record, read_summary,

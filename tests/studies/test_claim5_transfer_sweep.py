@@ -4,7 +4,6 @@ table), and the ``patchassoc transfer`` command on the tiny preset."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest

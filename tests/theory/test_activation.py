@@ -9,7 +9,6 @@
 - no other module of the package writes the activation's formula (an ast scan).
 """
 import ast
-import math
 from fractions import Fraction
 from pathlib import Path
 

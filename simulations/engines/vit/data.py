@@ -264,7 +264,7 @@ def _read_cifar_batch(path: Path, label_key: bytes, n_classes: int
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
         raise CorruptFile(path, f"not a CIFAR python batch ({exc})") from exc
     if not isinstance(batch, dict):
-        raise CorruptFile(path, f"not a CIFAR python batch (not a dict)")
+        raise CorruptFile(path, "not a CIFAR python batch (not a dict)")
     batch = {k.encode() if isinstance(k, str) else k: v for k, v in batch.items()}
     if b"data" not in batch or label_key not in batch:
         raise CorruptFile(path, f"not a CIFAR python batch (keys data and "
@@ -304,7 +304,7 @@ def _read_svhn(path: Path) -> tuple[np.ndarray, np.ndarray]:
     except Exception as exc:  # scipy raises several types for a corrupt or foreign file
         raise CorruptFile(path, f"not an SVHN .mat file ({type(exc).__name__}: {exc})") from exc
     if "X" not in mat or "y" not in mat:
-        raise CorruptFile(path, f"not an SVHN .mat file (variables X and y expected)")
+        raise CorruptFile(path, "not an SVHN .mat file (variables X and y expected)")
     X, y = _pixels(path, mat["X"]), _labels(path, mat["y"], 1, 10)
     if X.ndim != 4 or X.shape[:3] != (32, 32, 3) or X.shape[3] != y.size:
         raise CorruptFile(path, f"X must be 32 x 32 x 3 x N with N labels, got {X.shape} and "

@@ -132,7 +132,7 @@ def read_idx(path, shape: tuple[int, ...] | None = None, digest: str | None = No
     except OSError as exc:
         raise CorruptFile(path, f"cannot be read ({exc.strerror or exc})") from exc
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
-        raise CorruptFile(path, f"not an idx file (it must start with two zero bytes)")
+        raise CorruptFile(path, "not an idx file (it must start with two zero bytes)")
     kind, ndim = raw[2], raw[3]
     if kind != _UBYTE:
         raise CorruptFile(path, f"idx type code 0x{kind:02x}, expected 0x08 (unsigned bytes)")

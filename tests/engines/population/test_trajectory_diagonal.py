@@ -72,7 +72,6 @@ def test_fixed_diagonal_refused_for_gram():
 # -- association metrics and phases of population runs (SPEC section 3) ------------------------
 def test_population_records_the_closed_form_association():
     from patchassoc.theory.association import associate
-    from patchassoc.theory.invariant import invariant_attention
     cfg = preset("tiny", diagonal="fixed", eta_Q=200.0)
     r = run_population(cfg, seed=2, steps=60, records=6)
     t, S = r.trajectory, r.structure
