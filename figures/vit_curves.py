@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from patchassoc.simulations.engines.vit.curves import CurveResult
 
-from patchassoc.figures.style import COLORS, new_figure, save_figure
+from patchassoc.figures.style import COLORS, new_figure, save_figure, styled
 
 __all__ = ["plot", "save", "main", "NAME", "LABELS", "STYLE"]
 
@@ -36,6 +36,7 @@ STYLE = {"positional": (COLORS["vermillion"], "-"), "logits": (COLORS["vermillio
          "none": (COLORS["purple"], "--"), "cnn": ("#000000", ":")}
 
 
+@styled
 def plot(curves: CurveResult, ax=None, *, floor: float | None = None):
     """Draw the two panels; ``ax`` is a pair of axes or None. ``floor`` (a fraction), when
     given, is drawn on the accuracy panel.
@@ -78,11 +79,13 @@ def plot(curves: CurveResult, ax=None, *, floor: float | None = None):
     return fig
 
 
+@styled
 def save(curves: CurveResult, folder: str | Path, **kwargs) -> list[Path]:
     """Write ``vit_curves.png`` and ``.pdf`` into ``folder``."""
     return save_figure(plot(curves, **kwargs), folder, NAME)
 
 
+@styled
 def main(folder: str | Path = "patchassoc-out/vit-fashion-mnist-long") -> list[Path]:
     """Redraw the figure of a saved long study (its ``curves/`` subfolder), with the floor of
     the data set's declared study."""

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from patchassoc.simulations.analysis.stats import wilson_interval
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.engines.population.flow import T_MAX, run_flow
 from patchassoc.simulations.engines.sampled_flow import SAMPLED_FLOW_VERSION, run_sampled_flow
@@ -52,6 +51,7 @@ from patchassoc.simulations.studies.common.seed_rule import (
     ERROR_FACTOR,
     ERROR_SLACK,
     N_SEEDS,
+    rate_rule,
     RATE_LOWER,
     SHARE_MIN,
     TREND_TOL,
@@ -194,7 +194,7 @@ def flows_summary(records: Sequence[dict], *, declared: bool = True) -> dict:
     records = sorted(records, key=lambda r: r["seed"])
     n = len(records)
     k = sum(bool(r["passed"]) for r in records)
-    lo, hi = wilson_interval(k, n) if n else (None, None)
+    lo, hi, passed = rate_rule(k, n)
     zs = [r["invariance"]["z"] for r in records
           if r.get("invariance") and r["invariance"].get("z") is not None]
     classes: dict[str, int] = {}
@@ -203,7 +203,7 @@ def flows_summary(records: Sequence[dict], *, declared: bool = True) -> dict:
     horizons = sorted({r.get("t_max") for r in records})
     return {
         "n_seeds": n, "n_passed": k, "rate": (k / n) if n else None, "wilson": [lo, hi],
-        "rate_lower_threshold": RATE_LOWER, "passed": bool(n and lo >= RATE_LOWER),
+        "rate_lower_threshold": RATE_LOWER, "passed": passed,
         "preview": not declared, "horizon": horizons[0] if len(horizons) == 1 else horizons,
         "failed_seeds": [r["seed"] for r in records if not r["passed"]],
         "not_reached": [r["seed"] for r in records if not r["reached"]],

@@ -3,7 +3,7 @@
 ``patchassoc vit --data fashion-mnist --recipe long`` (SPEC section 6, claim 6; issue 38): the
 positional and the standard ViT over seeds 0..4, uniform attention, no token mixing and the
 small CNN over seeds 0..2, all with the long recipe
-(:data:`~patchassoc.simulations.engines.vit.training.LONG_RECIPES`: 18 epochs, crop and flip),
+(:data:`~patchassoc.simulations.engines.vit.recipes.LONG_RECIPES`: 18 epochs, crop and flip),
 each run measuring its training loss and test accuracy after every epoch. The runs go in the
 declared order (:func:`long_tasks`: the claim's runs first, the longest first), ``--jobs`` at a
 time, and each is saved as it finishes

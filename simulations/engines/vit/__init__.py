@@ -5,8 +5,8 @@ loaders (:mod:`.data`), the statistics (:mod:`.stats`) and saved results (:mod:`
 only NumPy/SciPy (and scikit-learn for the bundled digits). Nothing here is imported by the rest
 of the toolkit, and the PyTorch modules are loaded only when one of their names is used.
 
-Public API: :class:`~.models.ViTConfig`, :class:`~.models.ViT`, :func:`~.models.build_model` (models); :class:`~.training.Recipe`,
-:data:`~.training.RECIPES`, :func:`~.training.train_one`, :func:`~.training.compare`, :func:`~.training.study` (training: the comparison with
+Public API: :class:`~.models.ViTConfig`, :class:`~.models.ViT`, :func:`~.models.build_model` (models); :class:`~.recipes.Recipe`,
+:data:`~.recipes.RECIPES`, :func:`~.training.train_one`, :func:`~.training.compare`, :func:`~.training.study` (training: the comparison with
 its controls and the shuffled-patch experiment); :class:`~.data.ImageData`, :func:`~.data.load_dataset`,
 :func:`~.data.block_permutation`, :func:`~.data.shuffle_blocks` (data); :class:`~.comparison.ViTResult`,
 :class:`~.comparison.ShuffleResult` (results); :func:`~.locality_stats.mean_ci`, :func:`~.locality_stats.paired_gap_ci`, :func:`~.locality_stats.locality_z`
@@ -25,7 +25,7 @@ from patchassoc.simulations.engines.vit.locality_stats import locality_z, mean_c
 
 _LAZY = {
     "ATTENTIONS": "models", "ViTConfig": "models", "ViT": "models", "build_model": "models",
-    "Recipe": "training", "RECIPES": "training", "recipe_for": "training", "train_one": "training",
+    "Recipe": "recipes", "RECIPES": "recipes", "recipe_for": "recipes", "train_one": "training",
     "compare": "training", "patchify": "training", "study": "training", "run_tasks": "training",
     "Task": "training", "CNNConfig": "models", "CNN": "models", "build_cnn": "models",
 }

@@ -48,17 +48,15 @@ from patchassoc.simulations.engines.vit.data import (ImageData, block_permutatio
                                                      patch_grid, token_permutation)
 from patchassoc.simulations.engines.vit.models import (ATTENTIONS, CNNConfig, build_cnn,
                                                        build_model, count_parameters)
-from patchassoc.simulations.engines.vit.recipes import (AUGMENTATIONS, CNN_WIDTH, LONG_RECIPES,
-                                                        RECIPE_NAMES, RECIPES, Recipe,
-                                                        recipe_for)
+# the recipes live in a module without PyTorch; their names stay importable from here
+from patchassoc.simulations.engines.vit.recipes import (  # noqa: F401
+    AUGMENTATIONS, CNN_WIDTH, LONG_RECIPES, RECIPE_NAMES, RECIPES, Recipe, recipe_for)
 from patchassoc.simulations.runtime.errors import UsageError
 from patchassoc.simulations.runtime.executor import map_tasks
 from patchassoc.simulations.runtime.progress import progress_bar
 
-__all__ = ["Recipe", "RECIPES", "LONG_RECIPES", "RECIPE_NAMES", "recipe_for", "schedule_steps",
-           "prepare", "patchify", "augment", "train_one",
-           "RunOutcome", "Task", "run_tasks", "compare", "study", "resolve_device",
-           "AUGMENTATIONS", "MODELS", "CNN_WIDTH", "shuffle_for"]
+__all__ = ["schedule_steps", "prepare", "patchify", "augment", "train_one", "RunOutcome", "Task",
+           "run_tasks", "compare", "study", "resolve_device", "MODELS", "shuffle_for"]
 
 #: Every trainable model: the ViT attention kinds and the small CNN.
 MODELS = ATTENTIONS + ("cnn",)

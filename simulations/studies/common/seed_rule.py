@@ -384,6 +384,15 @@ def _budget_summary(records: Sequence[dict]) -> dict | None:
                      f"verdict"}
 
 
+def rate_rule(k: int, n: int) -> tuple[float | None, float | None, bool]:
+    """Claim 2's rate rule over seeds (SPEC section 6), the one place it is written: the
+    Wilson 95 % interval of ``k`` passing seeds out of ``n``, and whether its lower end reaches
+    ``RATE_LOWER`` (no seeds: no interval, not passed). Read at H by the GD reading and at
+    T by the empirical-risk flow."""
+    lo, hi = wilson_interval(k, n) if n else (None, None)
+    return lo, hi, bool(n and lo >= RATE_LOWER)
+
+
 def seeds_summary(records: Sequence[dict], quick: bool = False) -> dict:
     """The verdict at the horizon (pass count, its Wilson 95 % interval, ``passed``;
     ``preview`` marks a reduced run, which the claim never reads as a verdict), the times to
@@ -392,7 +401,7 @@ def seeds_summary(records: Sequence[dict], quick: bool = False) -> dict:
     records = list(records)
     n = len(records)
     k = sum(bool(r["passed"]) for r in records)
-    lo, hi = wilson_interval(k, n) if n else (None, None)
+    lo, hi, passed = rate_rule(k, n)
     zs = [r["invariance"]["z"] for r in records if r["invariance"].get("z") is not None]
     fr = [r["invariance"]["fraction"] for r in records]
     horizons = sorted({r.get("horizon") for r in records if r.get("horizon") is not None})
@@ -408,7 +417,7 @@ def seeds_summary(records: Sequence[dict], quick: bool = False) -> dict:
 
     return {"n_seeds": n, "n_passed": k, "rate": (k / n) if n else None,
             "wilson": [lo, hi], "rate_lower_threshold": RATE_LOWER,
-            "passed": bool(n and lo >= RATE_LOWER), "preview": bool(quick),
+            "passed": passed, "preview": bool(quick),
             "horizon": horizons[0] if len(horizons) == 1 else horizons or None,
             "failed_seeds": [r["seed"] for r in records if not r["passed"]],
             "share_min": [r["share_min"] for r in records],
