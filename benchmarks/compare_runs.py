@@ -19,8 +19,29 @@ Both folders are walked and every file found in either is compared with its name
   differ.
 - ``*.npz``: every array exactly: names, shape, dtype and values (NaN equals NaN).
 - ``*.png`` and any other file: the bytes.
-- Skipped, and counted: logs (``*.log``, e.g. ``step.log``), ``report.md`` and PDFs (they carry
-  dates and times).
+- Skipped, and counted: logs (``*.log``, e.g. ``step.log``), ``report.md``, PDFs (they carry
+  dates and times) and ``provenance.json`` (versions, the command line, dates and times: what
+  ran, not what it computed; a folder written before it existed has none).
+
+Records written before schema 1 (issue 40; ``schema`` in a folder's ``config.json`` and in
+every ``--json`` output) are read as schema 1 writes them, each change counted and listed
+apart, never hiding a number that differs:
+
+- a non-finite number was written as +-1e308, now as ``null``: 1e308 against ``null`` (and
+  -1e308) is the same value; the note beside the nulls (``non_finite``) is not compared when
+  BEFORE has none (when both have one, the kinds it names must be the same);
+- the time axis of a trajectory record was ``steps`` in gradient descent's records, now ``t``
+  in every one: BEFORE's ``steps`` (an array, or a list in JSON) is compared with AFTER's
+  ``t`` when BEFORE has no ``t`` and AFTER no ``steps``;
+- counts (``topc_rows``) were float64 in some records, now integers: a float equal to AFTER's
+  integer is that integer (in ``.npz`` arrays: float64 whole numbers against int64);
+- a run's configuration recorded the steps it was given (``population``'s preset's 600 while
+  it made 3,000): a configuration (``config.json``, or ``config`` in a summary) whose run
+  says it made all its steps (status ``ok``, the summary's or ``metrics.json``'s ``steps``) is
+  read with those steps when AFTER records them;
+- a result folder's ``config.json`` now also holds ``schema``, the run's ``seed`` (compared
+  with the seed BEFORE's ``metrics.json`` recorded) and, written by a command, the ``command``
+  and its ``options`` (added: BEFORE has no record of them).
 
 A file present in one folder only is a difference. Every file whose numbers differ is listed
 with the largest absolute and relative difference of its numbers.
@@ -54,11 +75,28 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.simulations.runtime.results import NON_FINITE, OLD_TIME_AXIS, TIME_AXIS
+
 __all__ = ["compare_folders", "compare_json", "compare_npz", "is_timing_key", "Comparison",
            "Tolerance", "EXACT", "CROSS_CPU", "main"]
 
+#: Record changes of schema 1 (issue 40) read across, and how the output names them.
+SCHEMA_CHANGES = {
+    "null": "+-1e308 (a non-finite number before schema 1) read as null",
+    "note": "notes on nulls (non_finite) absent before, not compared",
+    "axis": "time axes named steps before schema 1 read as t",
+    "counts": "counts stored as floats before schema 1 read as integers",
+    "steps": "configurations that recorded the steps they were given, not those the run made, "
+             "read with the run's steps",
+    "seed": "seeds in config.json, recorded in metrics.json before schema 1",
+    "added": "records added to config.json by schema 1 (schema, command, options)",
+}
+#: Records whose values are counts (integers from schema 1 on).
+COUNTS = ("topc_rows",)
+_STAND_IN = 1e308
+
 _TIMING = re.compile(r"^(seconds|wall_s|cpu_s|timings?|.*_seconds|.*_seconds_.*|.*_s)$")
-SKIPPED = ("logs (*.log)", "report.md", "PDFs (*.pdf)")
+SKIPPED = ("logs (*.log)", "report.md", "PDFs (*.pdf)", "provenance.json")
 
 
 def is_timing_key(key: str) -> bool:
@@ -80,6 +118,8 @@ def _skip_reason(rel: Path) -> str | None:
         return SKIPPED[1]
     if rel.suffix.lower() == ".pdf":
         return SKIPPED[2]
+    if rel.name == "provenance.json":
+        return SKIPPED[3]
     return None
 
 
@@ -138,6 +178,8 @@ class Comparison:
     within: dict[str, int] = field(default_factory=dict)
     #: differences listed as information only (a new draw, a figure), per file
     information: list[tuple[str, str, str, str]] = field(default_factory=list)
+    #: leaves read across a record change of schema 1 (issue 40), by change
+    schema: dict[str, int] = field(default_factory=dict)
     tolerance: Tolerance = EXACT
 
     def note_extent(self, name: str, a: float, b: float) -> None:
@@ -185,6 +227,7 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
     tol = out.tolerance
     where = path or "(top)"
     if isinstance(a, dict) and isinstance(b, dict):
+        a = _read_as_schema_1(a, b, out)
         for key in sorted(set(a) | set(b), key=str):
             sub = f"{path}.{key}" if path else str(key)
             if is_timing_key(str(key)):
@@ -198,6 +241,13 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
                 continue
             if str(key) in tol.not_compared:
                 out._count(out.ignored, f"not compared ({tol.name})")
+                continue
+            if key == NON_FINITE and key not in a:
+                out._count(out.schema, SCHEMA_CHANGES["note"])
+                continue
+            if key == NON_FINITE and key in b and a[key] != b[key]:
+                # which nulls were NaN, +inf or -inf: numbers, compared as such
+                out.differences.append((name, sub, _short(a[key]), _short(b[key])))
                 continue
             if key not in a or key not in b:
                 out.differences.append((name, sub, "missing" if key not in a else _short(a[key]),
@@ -222,6 +272,8 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
                 out.strings.append((name, where, _short(a), _short(b)))
     elif isinstance(a, (dict, list, str)) or isinstance(b, (dict, list, str)):
         out.differences.append((name, f"{where} (type)", _short(a), _short(b)))
+    elif isinstance(a, float) and abs(a) == _STAND_IN and b is None:
+        out._count(out.schema, SCHEMA_CHANGES["null"])
     elif not _same_number(a, b):  # numbers, booleans, null
         if isinstance(a, float) and isinstance(b, float):
             out.note_extent(name, a, b)
@@ -230,6 +282,87 @@ def compare_json(a, b, path: str = "", *, roots: tuple[str, str] = ("", ""),
                 return out
         out.differences.append((name, where, _short(a), _short(b)))
     return out
+
+
+def _renamed_axis(a: dict, b: dict) -> bool:
+    """BEFORE's trajectory record names its time axis ``steps`` (a list), AFTER's ``t``."""
+    return (OLD_TIME_AXIS in a and TIME_AXIS not in a and TIME_AXIS in b
+            and OLD_TIME_AXIS not in b and isinstance(a[OLD_TIME_AXIS], list)
+            and isinstance(b[TIME_AXIS], list))
+
+
+def _whole(x) -> bool:
+    return isinstance(x, float) and math.isfinite(x) and x == int(x)
+
+
+def _as_ints(a, b):
+    """BEFORE's count (a float, or a list of them) as the integers AFTER holds, when every
+    value is the same number; None otherwise."""
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and a:
+        if all(_whole(x) and type(y) is int and x == y for x, y in zip(a, b)):
+            return [int(x) for x in a]
+    elif _whole(a) and type(b) is int and a == b:
+        return int(a)
+    return None
+
+
+def _ran_steps(record: dict) -> int | None:
+    """The steps a run made, when its record says it made all it was asked (status ``ok``)
+    and holds its configuration: the summary's ``steps``."""
+    steps = record.get("steps")
+    if record.get("status") == "ok" and type(steps) is int and \
+            isinstance(record.get("config"), dict):
+        return steps
+    return None
+
+
+def _read_as_schema_1(a: dict, b: dict, out: Comparison) -> dict:
+    """BEFORE's JSON object as schema 1 writes it (the module notes), each change counted."""
+    changed = dict(a)
+    if _renamed_axis(a, b):
+        changed[TIME_AXIS] = changed.pop(OLD_TIME_AXIS)
+        out._count(out.schema, SCHEMA_CHANGES["axis"])
+    for key in COUNTS:
+        ints = _as_ints(a[key], b[key]) if key in a and key in b else None
+        if ints is not None:
+            changed[key] = ints
+            out._count(out.schema, SCHEMA_CHANGES["counts"])
+    ran = _ran_steps(a)
+    cfg, new_cfg = a.get("config"), b.get("config")
+    if ran is not None and isinstance(new_cfg, dict) and cfg.get("steps") != ran and \
+            new_cfg.get("steps") == ran:
+        changed["config"] = dict(cfg, steps=ran)
+        out._count(out.schema, SCHEMA_CHANGES["steps"])
+    return changed
+
+
+def _config_as_schema_1(a, metrics: Path, b, out: Comparison):
+    """BEFORE's ``config.json`` of a result folder as schema 1 writes it: with the steps the
+    run made, where it recorded those it was given, and the seed, both from its
+    ``metrics.json``; the schema, and the command and options of a command's run, added."""
+    if not (isinstance(a, dict) and isinstance(b, dict)) or "schema" in a or \
+            "schema" not in b:
+        return a
+    try:
+        record = _load_json(metrics) if metrics.is_file() else {}
+    except (ValueError, OSError):
+        record = {}
+    record = record if isinstance(record, dict) else {}
+    a = dict(a)
+    ran = _ran_steps(record)
+    if ran is not None and a.get("steps") != ran and b.get("steps") == ran:
+        a["steps"] = ran
+        out._count(out.schema, SCHEMA_CHANGES["steps"])
+    seeds = record.get("seeds")
+    seed = record.get("seed", seeds[0] if isinstance(seeds, list) and seeds else None)
+    if "seed" in b and "seed" not in a and seed is not None and seed == b["seed"]:
+        a["seed"] = seed                 # the run's seed, recorded in its metrics before
+        out._count(out.schema, SCHEMA_CHANGES["seed"])
+    for key in ("schema", "command", "options"):
+        if key in b and key not in a:
+            a[key] = b[key]
+            out._count(out.schema, SCHEMA_CHANGES["added"])
+    return a
 
 
 def _load_json(path: Path, suffix: str = ".json"):
@@ -251,16 +384,29 @@ def _same_array(x: np.ndarray, y: np.ndarray) -> bool:
 def compare_npz(a: Path, b: Path, name: str, out: Comparison) -> None:
     try:
         with np.load(a, allow_pickle=False) as fa, np.load(b, allow_pickle=False) as fb:
+            renamed = (OLD_TIME_AXIS in fa.files and TIME_AXIS not in fa.files
+                       and TIME_AXIS in fb.files and OLD_TIME_AXIS not in fb.files)
+            if renamed:
+                out._count(out.schema, SCHEMA_CHANGES["axis"])
             for key in sorted(set(fa.files) | set(fb.files)):
+                if renamed and key == OLD_TIME_AXIS:
+                    continue
                 if key in out.tolerance.not_compared:
                     out._count(out.ignored, f"not compared ({out.tolerance.name})")
                     continue
-                if key not in fa.files or key not in fb.files:
+                if renamed and key == TIME_AXIS:
+                    pass
+                elif key not in fa.files or key not in fb.files:
                     out.differences.append((name, key, "missing" if key not in fa.files else
                                             "present", "missing" if key not in fb.files else
                                             "present"))
                     continue
-                x, y = fa[key], fb[key]
+                x, y = fa[OLD_TIME_AXIS if renamed and key == TIME_AXIS else key], fb[key]
+                if key in COUNTS and x.dtype.kind == "f" and y.dtype == np.int64 and \
+                        x.shape == y.shape and np.all(np.isfinite(x)) and \
+                        np.array_equal(x, np.round(x)):
+                    x = x.astype(np.int64)          # a count stored as float64 before
+                    out._count(out.schema, SCHEMA_CHANGES["counts"])
                 if x.shape != y.shape or x.dtype != y.dtype:
                     out.differences.append((name, key, f"{x.dtype}{list(x.shape)}",
                                             f"{y.dtype}{list(y.shape)}"))
@@ -320,8 +466,10 @@ def compare_folders(before: Path, after: Path, gallery: Path | None = None,
         if suffix in (".json", ".jsonl"):
             kind = suffix[1:]
             try:
-                compare_json(_load_json(a, suffix), _load_json(b, suffix), roots=roots, out=out,
-                             name=rel)
+                x, y = _load_json(a, suffix), _load_json(b, suffix)
+                if Path(rel).name == "config.json":
+                    x = _config_as_schema_1(x, a.parent / "metrics.json", y, out)
+                compare_json(x, y, roots=roots, out=out, name=rel)
             except ValueError:  # not valid JSON: the bytes
                 if a.read_bytes() != b.read_bytes():
                     out.differences.append((rel, "(bytes, not JSON)", "", ""))
@@ -362,7 +510,10 @@ def render(cmp: Comparison, limit: int = 12) -> str:
     if cmp.ignored:
         lines.append("ignored leaves: " + ", ".join(f"{n} {k}" for k, n in
                                                      sorted(cmp.ignored.items())))
-    lines.append("skipped (dates, times): " + (", ".join(f"{n} {k}" for k, n in
+    if cmp.schema:
+        lines.append("read across the record changes of schema 1 (issue 40): " + ", ".join(
+            f"{n} {k}" for k, n in sorted(cmp.schema.items())))
+    lines.append("skipped (dates, times, versions): " + (", ".join(f"{n} {k}" for k, n in
                                                          sorted(cmp.skipped.items())) or "none"))
     if cmp.only:
         lines += ["", f"in one folder only ({len(cmp.only)}):"]

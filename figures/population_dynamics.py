@@ -62,7 +62,8 @@ def shade_phases(ax, ph: dict, label: bool = False) -> None:
 
 def per_step_curves(result) -> dict | None:
     """The curves that exist at every step (``trajectory.per_step``, one row per step 0 ..
-    steps_done): step, alpha, the share, the within-set mass Pd + (C-1) Qs, the logit gaps
+    steps_done): ``t`` (the step: the time axis's one name), alpha, the share, the within-set
+    mass Pd + (C-1) Qs, the logit gaps
     a - c = ln(Pd / R) and b - c = ln(Qs / R) (softmax ratios, so exactly the recorded gaps at
     the recorded steps), and the rows passing Def. 2.2 (D or 0, by
     :func:`~patchassoc.theory.association.invariant_association` on those logits). ``None`` when
@@ -83,8 +84,9 @@ def per_step_curves(result) -> dict | None:
     lnP, lnQ, lnR = (np.log(np.where(v > 0, v, np.nan)) for v in (Pd, Qs, R))
     rows = np.array([invariant_association(a, b if np.isfinite(b) else a,
                                            c if np.isfinite(c) else a - 1.0, L, C).topc_rows
-                     if np.isfinite(a) else 0 for a, b, c in zip(lnP, lnQ, lnR)], dtype=float)
-    return dict(steps=np.arange(len(ps)), alpha=alpha, share=share, mass=Pd + (C - 1) * Qs,
+                     if np.isfinite(a) else 0 for a, b, c in zip(lnP, lnQ, lnR)],
+                    dtype=np.int64)                  # a count, an integer (issue 40)
+    return dict(t=np.arange(len(ps)), alpha=alpha, share=share, mass=Pd + (C - 1) * Qs,
                 gap_ac=gap_ac, gap_bc=gap_bc, topc_rows=rows)
 
 
@@ -106,7 +108,7 @@ def plot(result, axes=None):
         fig = axes[0].figure
     x = step_axis(t.steps)
     every = per_step_curves(result)
-    xs = step_axis(every["steps"]) if every is not None else x
+    xs = step_axis(every["t"]) if every is not None else x
     n_rec = len(t.steps)
     ax = axes[0]
     ax.plot(x, t.loss, color=COLORS["black"], lw=0.8, ls=":", marker="o", ms=3.5,

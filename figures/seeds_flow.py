@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from patchassoc.figures.style import COLORS, PALETTE, new_figure, save_figure, styled
+from patchassoc.simulations.runtime.results import time_axis
 
 __all__ = ["plot", "save"]
 
@@ -54,7 +55,7 @@ def plot(summary: dict):
 
     passed = {s["seed"]: s["passed"] for s in summary["seeds"]}
     for i, c in enumerate(summary.get("curves") or []):
-        x = np.asarray(c["steps"], dtype=float) + 1.0
+        x = np.asarray(time_axis(c), dtype=float) + 1.0    # "steps" before schema 1
         color = PALETTE[i % len(PALETTE)]
         ls = "-" if passed.get(c["seed"]) else "--"
         ax_s.semilogx(x, c["share_min"], color=color, ls=ls, lw=1.0, label=f"seed {c['seed']}")

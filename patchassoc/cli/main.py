@@ -2,7 +2,10 @@
 
 Every subcommand shares the options ``--preset``, ``--set key=value`` (repeatable, any
 :class:`~patchassoc.theory.config.Config` field), ``--seed``, ``--out``, ``--json`` (exactly one
-JSON object on stdout, nothing else there) and ``--quiet`` (no progress bar on stderr).
+JSON object on stdout, nothing else there, with ``schema``, the version of the records,
+:data:`~patchassoc.simulations.runtime.results.SCHEMA`) and ``--quiet`` (no progress bar on
+stderr). A command that writes into ``--out`` leaves ``provenance.json`` there
+(:mod:`~patchassoc.simulations.runtime.provenance`).
 Option names come from one vocabulary (:data:`patchassoc.cli.options.VOCABULARY`, lower case,
 one name per idea); a name it replaced still works for one release, hidden from ``--help``, and
 prints one line ``patchassoc: --old is deprecated; use --new (it goes in 0.2)`` on stderr (not
@@ -16,6 +19,8 @@ A subcommand is a module of :mod:`patchassoc.cli` listed in :data:`COMMANDS`. It
   it allocates, :mod:`patchassoc.cli.resources`: refused before the run when it cannot fit in
   memory; or a function of the parsed arguments) and ``check_inputs(config, args)`` (cheap
   checks of its own options and input folders, run before anything is created or computed);
+  ``RERUN = True``: a command whose folder's ``config.json`` records its command and options
+  (:meth:`Context.run_record`) takes ``--config FILE`` to re-run what FILE records;
 - ``add_arguments(parser)``: its own options (may be absent);
 - ``run(ctx) -> dict``: the work, given a :class:`Context`; returns the JSON-ready summary.
   It may define ``render(summary) -> str`` for the human-readable text (default: key: value).
@@ -88,7 +93,8 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
                                         deprecation_notices, nonneg_int, out_path)
     from patchassoc.simulations.runtime.errors import (CorruptFile, Interrupted, RunError,
                                                        UsageError, interrupted_by)
-    from patchassoc.simulations.runtime.results import to_jsonable
+    from patchassoc.simulations.runtime.provenance import begin, write_provenance
+    from patchassoc.simulations.runtime.results import SCHEMA, json_ready
 except KeyboardInterrupt:
     sys.stderr.write("patchassoc: interrupted while starting; nothing was done\n")
     raise SystemExit(128 + _SIGNAL["number"]) from None
@@ -118,6 +124,17 @@ class Context:
     args: argparse.Namespace
     overrides: dict = field(default_factory=dict)
     preset_name: str = "ref"
+    #: The command's own options that change its numbers (:func:`run_options`).
+    run_options: tuple = ()
+
+    def run_record(self, **resolved) -> dict:
+        """What a result folder's ``config.json`` records beside the configuration and the
+        seed, for ``--config`` to re-run it: the command, and its options that change the run
+        as they ran (``resolved``: the values the command resolved itself, such as a default
+        horizon or number of steps)."""
+        options = {dest: getattr(self.args, dest, None) for dest in self.run_options}
+        options.update(resolved)
+        return {"command": self.args.command, "options": options}
 
     def log(self, message: str) -> None:
         """A status line on stderr (silent with --quiet or --json)."""
@@ -200,6 +217,21 @@ def _shared_options() -> argparse.ArgumentParser:
     return shared
 
 
+#: Options that do not change what a command computes (where its results go, how it shows
+#: them, how many processes run it: the numbers do not depend on them), besides the shared ones.
+PRESENTATION = frozenset({"help", "no_figures", "animate", "config", "jobs", "dask",
+                          "dask_timeout"})
+_SHARED = frozenset({"preset", "overrides", "seed", "out", "json", "quiet"})
+
+
+def run_options(command_parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    """The destinations of a command's own options that change its numbers: every option of
+    its parser but the shared ones and :data:`PRESENTATION`."""
+    dests = (a.dest for a in command_parser._actions
+             if a.dest not in _SHARED and a.dest not in PRESENTATION)
+    return tuple(dict.fromkeys(dests))           # once each (an old name shares its dest)
+
+
 def _load_commands() -> dict[str, Any]:
     return {mod.NAME: mod for mod in COMMANDS}
 
@@ -217,15 +249,22 @@ def build_parser(chosen: str | None = None) -> tuple[argparse.ArgumentParser, di
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     shared = _shared_options()
+    parser.command_parsers = {}
     for name, mod in commands.items():
         full = chosen is None or name == chosen
         describe = getattr(mod, "describe", None)
         p = sub.add_parser(name, help=mod.HELP, parents=[shared],
                            description=describe() if full and describe else mod.HELP)
+        if getattr(mod, "RERUN", False):
+            p.add_argument("--config", default=None, metavar="FILE",
+                           help="re-run what FILE records: a config.json written by this "
+                                "command (or the folder holding it); its configuration, seed "
+                                "and options, which the command line may not change")
         if full and hasattr(mod, "add_arguments"):
             mod.add_arguments(p)
         if full:    # the replaced names, hidden, for one release (patchassoc.cli.options)
             add_deprecated_aliases(p, DEPRECATED.get(name, {}))
+        parser.command_parsers[name] = p
     return parser, commands
 
 
@@ -233,6 +272,100 @@ def _resolve_config(args: argparse.Namespace, default_preset: str) -> tuple[Conf
     name = args.preset or default_preset
     overrides = dict(parse_override(text) for text in args.overrides)
     return preset(name, **overrides), overrides, name
+
+
+class _Unset:
+    """The default of every option when finding which ones the command line gave."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+def _given(chosen: str, argv: Sequence[str]) -> set[str]:
+    """The destinations of the options that ``argv`` gives (whatever their value: ``--seed 0``
+    is given), by parsing it again with every default unset."""
+    parser, _ = build_parser(chosen)
+    sub = parser.command_parsers[chosen]
+    unset = _Unset()
+    sub.set_defaults(**{a.dest: unset for a in sub._actions if a.dest != "overrides"})
+    args = parser.parse_args(argv)
+    given = {k for k, v in vars(args).items() if v is not unset and k != "overrides"}
+    return given | ({"overrides"} if args.overrides else set())
+
+
+def _option_words(sub: argparse.ArgumentParser, options: dict, path: Path) -> list[str]:
+    """The command-line words of the options a config.json records (read as if typed: the
+    same checks), for the options of ``sub``."""
+    actions: dict[str, argparse.Action] = {}
+    for a in sub._actions:                # the first option of a dest: its name, not an alias
+        if a.option_strings:
+            actions.setdefault(a.dest, a)
+    words: list[str] = []
+    for dest, value in options.items():
+        action = actions.get(dest)
+        if action is None or dest in _SHARED or dest in PRESENTATION:
+            raise UsageError(f"--config {path}: the option {dest!r} it records is not an "
+                             f"option of this command")
+        flag = action.option_strings[-1]
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            if not isinstance(value, bool):
+                raise UsageError(f"--config {path}: option {dest!r} must be true or false")
+            if value != action.default:
+                words.append(flag)
+        elif value is not None:
+            if isinstance(value, list):
+                text = ",".join(map(str, value))
+            elif isinstance(value, float):
+                text = repr(value)           # the shortest text that reads back to the same float
+            else:
+                text = str(value)
+            words += [flag, text]
+    return words
+
+
+def _rerun(parser, mod, args: argparse.Namespace, argv: Sequence[str]):
+    """(config, seed, args, path) of ``--config FILE``: the configuration, seed and options
+    FILE records, the options read as if given on the command line; refused (UsageError) when
+    the command line gives any option that would change the run, FILE is another command's or
+    records no command."""
+    from patchassoc.simulations.runtime.results import config_fields, read_json_object
+    path = Path(args.config)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():     # a missing input is a usage error (exit 2), as --from's is
+        raise UsageError(f"--config {path}: no such file (give a config.json that train or "
+                         f"population wrote, or its folder)")
+    changing = sorted(_given(args.command, argv) & ({"preset", "overrides", "seed"}
+                                                     | set(run_options(
+                                                         parser.command_parsers[args.command]))))
+    if changing:
+        sub = parser.command_parsers[args.command]
+        flags: dict[str, str] = {}
+        for a in sub._actions:
+            if a.option_strings:
+                flags.setdefault(a.dest, a.option_strings[-1])
+        names = ", ".join(flags.get(d, d) for d in changing)
+        raise UsageError(f"{names} cannot be given with --config, which re-runs what "
+                         f"{path} records (edit a copy of it, or run without --config)")
+    record = read_json_object(path, "a config.json")
+    if "command" not in record or "schema" not in record:
+        raise UsageError(f"--config {path} records no command (written before schema 1, or by "
+                         f"`reproduce`): re-run from a config.json that `train` or "
+                         f"`population` wrote")
+    if record["command"] != args.command:
+        raise UsageError(f"--config {path} was written by `{record['command']}`, not "
+                         f"`{args.command}`: run `patchassoc {record['command']} --config "
+                         f"{path}`")
+    options = record.get("options") or {}
+    if not isinstance(options, dict):
+        raise UsageError(f"--config {path}: 'options' must be a JSON object")
+    words = _option_words(parser.command_parsers[args.command], options, path)
+    args = parser.parse_args([*argv, *words])
+    seed = record.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UsageError(f"--config {path}: seed must be a non-negative integer, got {seed!r}")
+    args.seed = seed
+    return Config.from_dict(config_fields(record)), seed, args, path
 
 
 def _render(summary: dict) -> str:
@@ -327,7 +460,10 @@ def _print_summary(mod, args, summary) -> int:
     """Print the summary on stdout; 141 when the reader went away (``| head``), else 0."""
     try:
         if args.json:
-            sys.stdout.write(json.dumps(to_jsonable(summary), sort_keys=True) + "\n")
+            if isinstance(summary, dict):     # the version of what the object holds
+                summary = {**summary, "schema": SCHEMA}
+            sys.stdout.write(json.dumps(json_ready(summary), sort_keys=True, allow_nan=False)
+                             + "\n")
         else:
             render = getattr(mod, "render", _render)
             print(render(summary))
@@ -340,6 +476,18 @@ def _print_summary(mod, args, summary) -> int:
         os.close(devnull)
         return 141
     return 0
+
+
+def _record_provenance(mod, args, out: Path | None, exit_status: int) -> None:
+    """``provenance.json`` in ``out`` (what ran, with which versions, when), for a command
+    that writes there; a failure to write it is one line on stderr, never the command's."""
+    if mod is None or args is None or out is None or not _writes_out(mod, args) or \
+            not out.is_dir():
+        return
+    try:
+        write_provenance(out, exit_status=exit_status)
+    except OSError as exc:
+        print(f"patchassoc: warning: provenance not written: {_os_error(exc)}", file=sys.stderr)
 
 
 def _writes_out(mod, args) -> bool:
@@ -453,8 +601,10 @@ def _settle() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchassoc`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    begin(argv)                 # the command line and its start, for every provenance.json
     with _Signals() as signals:
-        status = _main(list(sys.argv[1:] if argv is None else argv), signals)
+        status = _main(argv, signals)
         try:     # a swallowed Ctrl-C signalled again just as the command ended: it has ended
             signals.redelivery.close()
             _settle()
@@ -466,6 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: list[str], signals: _Signals) -> int:
     out = None
+    mod = args = None
     dask = None
     created: list[Path] = []
     try:
@@ -481,8 +632,13 @@ def _main(argv: list[str], signals: _Signals) -> int:
         if args.quiet or args.json:
             signals.silence_warnings()
         mod = commands[args.command]
-        config, overrides, preset_name = _resolve_config(
-            args, getattr(mod, "DEFAULT_PRESET", "ref"))
+        if getattr(args, "config", None) is not None:
+            config, _, args, path = _rerun(parser, mod, args, argv)
+            # every field is given: a command reads none from its own defaults
+            overrides, preset_name = config.to_dict(), str(path)
+        else:
+            config, overrides, preset_name = _resolve_config(
+                args, getattr(mod, "DEFAULT_PRESET", "ref"))
         out = Path(args.out if args.out is not None else DEFAULT_OUT / args.command)
         check_inputs = getattr(mod, "check_inputs", None)
         if check_inputs is not None:     # cheap checks of the command's own inputs, first
@@ -506,7 +662,8 @@ def _main(argv: list[str], signals: _Signals) -> int:
             dask = args.dask = connect_dask(args.dask, getattr(args, "dask_timeout", None))
         ctx = Context(config=config, seed=args.seed, out=out,
                       progress=not args.quiet,
-                      json=args.json, args=args, overrides=overrides, preset_name=preset_name)
+                      json=args.json, args=args, overrides=overrides, preset_name=preset_name,
+                      run_options=run_options(parser.command_parsers[args.command]))
         summary = mod.run(ctx)
     except (ValueError, RunError, OSError, MemoryError) as exc:
         # bad input (UsageError, any ValueError), a file that cannot be read (CorruptFile), an
@@ -528,6 +685,7 @@ def _main(argv: list[str], signals: _Signals) -> int:
             line = (f"patchassoc: interrupted: nothing was written (--out {out} removed); "
                     f"{_resume_hint(argv)}")
         else:
+            _record_provenance(mod, args, out, 128 + int(_SIGNAL["number"]))
             line = _interrupted_line(exc, argv, out)
         print(line, file=sys.stderr)
         return 128 + int(_SIGNAL["number"])
@@ -540,5 +698,6 @@ def _main(argv: list[str], signals: _Signals) -> int:
         if str(summary.get("status", "")).startswith("interrupted"):
             # the run stopped on Ctrl-C (or SIGTERM) and kept what it recorded (said above)
             status = 128 + int(_SIGNAL["number"])
+    _record_provenance(mod, args, out, status)
     printed = _print_summary(mod, args, summary)
     return printed or status

@@ -16,6 +16,8 @@ from patchassoc.simulations.analysis.formatting import num
 
 
 NAME = "population"
+#: ``config.json`` records the command and its options: ``population --config FILE`` re-runs it.
+RERUN = True
 HELP = ("exact population gradient descent on (alpha, a, b, c) (invariant attention, no "
         "projection noise); writes results and figures")
 #: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
@@ -101,8 +103,8 @@ def _run_flow(ctx) -> dict:
         if getattr(ctx.args, opt) not in (None, False):
             raise ValueError(f"--{opt} does not apply to --flow")
     t_max = T_MAX if ctx.args.t_max is None else ctx.args.t_max
-    return ctx.finish("flow", run_flow_study(ctx.config, ctx.seed, ctx.out, ctx.progress, t_max),
-                      "the flow")
+    return ctx.finish("flow", run_flow_study(ctx.config, ctx.seed, ctx.out, ctx.progress, t_max,
+                                             run=ctx.run_record(t_max=t_max)), "the flow")
 
 
 def run(ctx) -> dict:
@@ -114,7 +116,8 @@ def run(ctx) -> dict:
     from patchassoc.simulations.studies.sampled_convergence import run_convergence_step
     steps = _steps(ctx)
     summary = ctx.finish("population", run_dynamics(ctx.config, ctx.seed, ctx.out, ctx.progress,
-                                                    steps, ctx.args.tol),
+                                                    steps, ctx.args.tol,
+                                                    run=ctx.run_record(steps=steps)),
                          "population dynamics")
     if ctx.args.convergence:
         ctx.log("[population] sampled runs for growing N ...")

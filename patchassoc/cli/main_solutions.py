@@ -144,10 +144,19 @@ def render_table(s: dict) -> str:
     for r in s["rows"]:
         if r["note"]:
             lines.append(f"  note {r['name']}: {r['note']}")
-    lines.append(f"  closed forms: identity/uniform error = P(sum delta < -C) + P(= -C)/2 = "
-                 f"{s['sign_of_sum_error']:.6g} for every alpha > 0; block-uniform's hard limit "
-                 f"is Bayes-optimal for alpha > {s['block_bayes_alpha']:.4g}")
+    lines.append(closed_forms_line(s))
     return "\n".join(lines)
+
+
+def closed_forms_line(s: dict) -> str:
+    """The closed forms of the table: the identity/uniform error and the alpha above which
+    block-uniform's hard limit is Bayes-optimal (+inf, "never", is stored as null)."""
+    alpha = s.get("block_bayes_alpha")
+    bayes_optimal = (f"is Bayes-optimal for alpha > {alpha:.4g}" if alpha is not None else
+                     "is Bayes-optimal for no alpha")
+    return (f"  closed forms: identity/uniform error = P(sum delta < -C) + P(= -C)/2 = "
+            f"{s['sign_of_sum_error']:.6g} for every alpha > 0; block-uniform's hard limit "
+            f"{bayes_optimal}")
 
 
 def render(summary: dict) -> str:

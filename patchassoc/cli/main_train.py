@@ -7,6 +7,8 @@ from patchassoc.cli.options import add_no_figures, positive_float
 
 
 NAME = "train"
+#: ``config.json`` records the command and its options: ``train --config FILE`` re-runs it.
+RERUN = True
 HELP = ("train the positional-attention model by full-batch gradient descent on sampled data "
         "and write results and figures")
 #: What it allocates (:mod:`patchassoc.cli.resources`), checked before it runs.
@@ -50,13 +52,14 @@ def run(ctx) -> dict:
         from patchassoc.simulations.engines.population.flow import T_MAX
         from patchassoc.simulations.studies.sampled_training import run_flow_and_save
         t_max = T_MAX if ctx.args.t_max is None else ctx.args.t_max
-        return ctx.finish("train_flow", run_flow_and_save(ctx.config, ctx.seed, ctx.out,
-                                                          ctx.progress, t_max), "the flow")
+        return ctx.finish("train_flow", run_flow_and_save(
+            ctx.config, ctx.seed, ctx.out, ctx.progress, t_max,
+            run=ctx.run_record(t_max=t_max)), "the flow")
     if ctx.args.t_max is not None:
         raise ValueError("--t-max needs --flow")
     from patchassoc.simulations.studies.sampled_training import run_and_save
-    return ctx.finish("train", run_and_save(ctx.config, ctx.seed, ctx.out, ctx.progress),
-                      "training")
+    return ctx.finish("train", run_and_save(ctx.config, ctx.seed, ctx.out, ctx.progress,
+                                            run=ctx.run_record()), "training")
 
 
 def _when(times: dict, key: str) -> str:

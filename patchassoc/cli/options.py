@@ -42,6 +42,8 @@ VOCABULARY: dict[str, str] = {
     "--from": "a result folder written by an earlier patchassoc command, read instead of "
               "computed (check: a reproduction; solutions: a train run)",
     "--vit-from": "a result folder written by patchassoc vit (check decides claim 6 on it)",
+    "--config": "a config.json written by train or population (or its folder): re-run what it "
+                "records, the configuration, seed and options",
     "--data-dir": "a folder of data-set files (vit reads it, data fills it)",
     "--data": "which data set",
     "--matrix": "a .npy file holding an attention or logit matrix",

@@ -13,32 +13,13 @@ so when the ``check`` step is such a row.
 """
 from __future__ import annotations
 
-import importlib
-import platform
-import sys
 from pathlib import Path
 
+from patchassoc.simulations.runtime.provenance import git_state, package_versions
 from patchassoc.simulations.runtime.results import atomic_write_text
 from patchassoc.simulations.runtime.verified import read_summary
 
 __all__ = ["write_report", "package_versions"]
-
-PACKAGES = ("numpy", "scipy", "sympy", "numba", "matplotlib", "hypothesis", "tqdm", "torch",
-            "sklearn", "dask")
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of Python and of the packages the toolkit uses (those installed)."""
-    out = {"python": platform.python_version(), "platform": platform.platform()}
-    for name in PACKAGES:
-        mod = sys.modules.get(name)
-        if mod is None:
-            try:
-                mod = importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - an optional package may be absent or broken
-                continue
-        out[name] = str(getattr(mod, "__version__", "?"))
-    return out
 
 
 def _readings(name: str, summary: dict) -> dict[str, str]:
@@ -162,4 +143,8 @@ def write_report(folder: str | Path) -> Path:
         lines += [json.dumps(config, indent=2, sort_keys=True), "```"]
     lines += ["", "Package versions:", ""]
     lines += [f"- {k}: {v}" for k, v in package_versions().items()]
+    git = git_state()
+    if git:
+        lines.append(f"- git commit: {git['commit']}"
+                     + (" (with uncommitted changes)" if git.get("dirty") else ""))
     return atomic_write_text(folder / "report.md", "\n".join(lines) + "\n")

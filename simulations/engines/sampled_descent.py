@@ -47,7 +47,9 @@ from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.runtime.errors import interrupted_by, whole_records
 from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import load_folder, save_folder
+from patchassoc.simulations.runtime.results import (TIME_AXIS, as_counts, config_fields,
+                                                    config_record, load_folder, save_folder,
+                                                    time_axis)
 from patchassoc.simulations.engines.start import initial_parameters, record_steps
 from patchassoc.simulations.engines.sampler import (Sample, check_sample_size, draw, draw_target,
                                                     streams)
@@ -62,7 +64,10 @@ ASSOCIATION_EPS = 0.25
 
 @dataclass(frozen=True, eq=False)
 class Trajectory:
-    """What :func:`gradient_descent` recorded. Arrays are indexed by recorded step."""
+    """What :func:`gradient_descent` recorded. Arrays are indexed by recorded step: ``steps``
+    (also :attr:`t`, the time axis's name in every trajectory and every saved record) holds the
+    step numbers, ``topc_rows`` the count of rows passing Def. 2.2 (integers); the association
+    metrics are ``None`` for a descent run without a structure."""
 
     steps: np.ndarray
     train_loss: np.ndarray
@@ -94,6 +99,15 @@ class Trajectory:
     def Q(self) -> np.ndarray:
         """Final logits (theta itself, or P P^T for the Gram parameterization)."""
         return _logits(self.theta, self.gram)
+
+    @property
+    def t(self) -> np.ndarray:
+        """The time axis (the recorded step numbers): the name every trajectory shares."""
+        return self.steps
+
+
+#: The recorded arrays that hold counts (int64): the step numbers and the rows passing Def. 2.2.
+_COUNTS = ("steps", "topc_rows")
 
 
 def _logits(theta: np.ndarray, gram: bool) -> np.ndarray:
@@ -184,7 +198,7 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
             rows["share_mean"].append(float(share.mean()))
             rows["share_min"].append(float(share.min()))
         else:
-            for key in ("mass_mean", "mass_min", "topc_rows", "share_mean", "share_min"):
+            for key in ("mass_mean", "mass_min"):
                 rows[key].append(np.nan)
         rows["row_sums"].append(_logits(theta, gram).sum(axis=1))
         rows["A"].append(A.copy())
@@ -235,9 +249,12 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
 
     D = theta.shape[0]
     empty = {"row_sums": np.zeros((0, D)), "A": np.zeros((0, D, D))}
-    arrays = {k: (np.asarray(vals, dtype=np.int64 if k == "steps" else np.float64)
-                  if vals else empty.get(k, np.zeros(0)))
+    arrays = {k: np.asarray(vals, dtype=np.int64 if k in _COUNTS else np.float64)
+              if vals else empty.get(k, np.zeros(0, dtype=np.int64 if k in _COUNTS else
+                                                  np.float64))
               for k, vals in rows.items()}
+    if structure is None:       # the association metrics need the sets: not recorded
+        arrays.update(topc_rows=None, share_mean=None, share_min=None)
     return Trajectory(**arrays, v=v, theta=theta, status=status, steps_done=step, gram=gram,
                       kept=kept)
 
@@ -301,19 +318,27 @@ class TrainResult:
                            seconds=self.seconds,
                            timings=dict(self.timings, stopped_from=int(t.steps_done)))
 
-    def save(self, folder: str | Path) -> Path:
+    def save(self, folder: str | Path, run: dict | None = None) -> Path:
+        """The result folder: ``config.json`` (the configuration that ran, the seed and, from a
+        command, ``run``'s command and options: :func:`~.results.config_record`),
+        ``metrics.json`` (the summary) and ``arrays.npz`` (the records, the parameters)."""
         t = self.trajectory
-        arrays = {k: getattr(t, k) for k in Trajectory.ARRAYS if getattr(t, k) is not None}
+        arrays = {TIME_AXIS if k == "steps" else k: getattr(t, k) for k in Trajectory.ARRAYS
+                  if getattr(t, k) is not None}
         arrays.update(v=t.v, theta=t.theta, w_star=self.w_star, sets=self.structure.sets)
         metrics = self.summary()
         metrics["structure_kind"] = self.structure.kind
         metrics["seed"] = self.seed
-        return save_folder(folder, self.config.to_dict(), metrics, arrays)
+        return save_folder(folder, config_record(self.config.to_dict(), self.seed, run),
+                           metrics, arrays)
 
     @classmethod
     def load(cls, folder: str | Path) -> "TrainResult":
         config, metrics, arrays = load_folder(folder)
-        cfg = Config.from_dict(config)
+        cfg = Config.from_dict(config_fields(config))
+        # the time axis "t" ("steps" before schema 1); counts as integers (float64 before)
+        arrays = dict(arrays, steps=time_axis(arrays),
+                      topc_rows=as_counts(arrays.get("topc_rows")))
         traj = Trajectory(**{k: arrays.get(k) for k in Trajectory.ARRAYS}, v=arrays["v"],
                           theta=arrays["theta"], status=metrics["status"],
                           steps_done=int(metrics["steps"]), gram=cfg.param == "gram")

@@ -513,14 +513,17 @@ class SampledFlowResult:
                 "diagonal": self.config.diagonal, "n_train": int(self.config.n_train),
                 "config": self.config.to_dict()}
 
-    def save(self, folder):
-        """config.json, metrics.json (the summary) and arrays.npz (the records, the sets, w*)."""
-        from patchassoc.simulations.runtime.results import save_folder
+    def save(self, folder, run: dict | None = None):
+        """config.json (the configuration, the seed and, from a command, ``run``'s command and
+        options: :func:`~.results.config_record`), metrics.json (the summary) and arrays.npz
+        (the records, the sets, w*)."""
+        from patchassoc.simulations.runtime.results import config_record, save_folder
 
         t = self.trajectory
         arrays = {k: getattr(t, k) for k in SampledFlowTrajectory.ARRAYS}
         arrays.update(sets=self.structure.sets, w_star=self.w_star)
-        return save_folder(folder, self.config.to_dict(), self.summary(), arrays)
+        return save_folder(folder, config_record(self.config.to_dict(), self.seed, run),
+                           self.summary(), arrays)
 
 
 def run_sampled_flow(config: Config, seed: int = 0, *, error_factor: float,

@@ -29,8 +29,8 @@ from patchassoc.simulations.runtime.errors import (Interrupted, interrupted_by,
                                                    is_interrupted_status, raise_if_interrupted)
 from patchassoc.simulations.runtime.executor import Shared, map_tasks, single_numba_thread
 from patchassoc.simulations.runtime.progress import notice, progress_bar
-from patchassoc.simulations.runtime.results import (fingerprint, stored_object, to_jsonable,
-                                                    write_json)
+from patchassoc.simulations.runtime.results import (fingerprint, json_ready, stored_object,
+                                                    to_jsonable, write_json)
 
 __all__ = ["run_cells", "load_record", "fingerprint", "record_digest"]
 
@@ -133,7 +133,7 @@ def run_cells(task, cells: Sequence, folder: str | Path, compute: Callable,
 
     def store(cell, rec: dict) -> None:
         raise_if_interrupted(rec.get("status"), f"{desc}: cell {cell.key}")
-        saved = to_jsonable(rec)
+        saved = json_ready(rec)       # non-finite numbers as null, noted under non_finite
         saved["digest"] = record_digest(saved)
         write_json(folder / f"{cell.key}.json", saved)
         results[cell.key] = rec

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -32,7 +33,14 @@ from patchassoc.simulations.runtime.errors import CorruptFile
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
            "read_json_object", "stored_object", "write_arrays", "read_arrays", "save_folder", "load_folder",
-           "to_jsonable", "fingerprint", "MANIFEST", "RESULT_FILES"]
+           "to_jsonable", "json_ready", "NON_FINITE", "fingerprint", "MANIFEST", "RESULT_FILES",
+           "SCHEMA", "TIME_AXIS", "OLD_TIME_AXIS", "time_axis", "as_counts", "RUN_KEYS",
+           "config_record", "config_fields"]
+
+#: The version of the records this package writes: a folder's ``config.json`` and
+#: ``provenance.json``, and every command's ``--json`` output carry it as ``schema``. A record
+#: without it was written before schema 1 (docs/usage.md, "What a run writes").
+SCHEMA = 1
 
 #: The manifest of a result folder, written last.
 MANIFEST = "manifest.json"
@@ -80,19 +88,141 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Convert NumPy scalars/arrays (recursively) into plain JSON types."""
+def _kind(x: float) -> str:
+    return "nan" if x != x else ("+inf" if x > 0 else "-inf")
+
+
+def to_jsonable(obj: Any, non_finite: dict | None = None, _path: str = "") -> Any:
+    """Convert NumPy scalars/arrays (recursively) into plain JSON types.
+
+    A non-finite float (NaN, +inf, -inf) becomes ``None`` (JSON ``null``: JSON has no such
+    numbers, and a stand-in such as 1e308 would read as a number). When ``non_finite`` is a
+    dict, each one's JSON path is added to it with its kind (``"nan"``, ``"+inf"``, ``"-inf"``;
+    a run of list entries of one kind as one slice, ``curve.error[3:7]``): the note that
+    :func:`json_ready` writes beside them.
+    """
     if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return {str(k): to_jsonable(v, non_finite, f"{_path}.{k}" if _path else str(k))
+                for k, v in obj.items()}
     if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
+        obj = obj.tolist()
+    if isinstance(obj, (list, tuple)):
+        out = [to_jsonable(v, None if isinstance(v, (float, np.floating)) else non_finite,
+                           f"{_path}[{i}]")
+               for i, v in enumerate(obj)]
+        if non_finite is not None:
+            _note_runs(obj, out, non_finite, _path)
+        return out
     if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None if np.isnan(obj) else (1e308 if obj > 0 else -1e308)
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        if non_finite is not None:
+            non_finite[_path or "(top)"] = _kind(obj)
+        return None
     return obj
+
+
+def _note_runs(items: list | tuple, out: list, notes: dict, path: str) -> None:
+    """Note the non-finite floats of a list, a run of one kind as one slice."""
+    i = 0
+    while i < len(items):
+        x = items[i]
+        if isinstance(x, np.generic):
+            x = x.item()
+        if not (isinstance(x, float) and not math.isfinite(x)):
+            i += 1
+            continue
+        kind, j = _kind(x), i + 1
+        while j < len(items) and isinstance(items[j], (float, np.floating)) \
+                and not math.isfinite(items[j]) and _kind(float(items[j])) == kind:
+            j += 1
+        notes[f"{path}[{i}]" if j == i + 1 else f"{path}[{i}:{j}]"] = kind
+        i = j
+
+
+#: The time axis of every trajectory record (a result folder's ``arrays.npz``, a curve in a
+#: JSON summary), in gradient steps: integers for gradient descent, floats for the gradient
+#: flows (their t is the small-step limit, in the same unit). Records written before schema 1
+#: named gradient descent's axis ``steps`` (:data:`OLD_TIME_AXIS`); :func:`time_axis` reads both.
+TIME_AXIS = "t"
+#: The name of gradient descent's time axis in records written before schema 1.
+OLD_TIME_AXIS = "steps"
+
+
+def time_axis(record: Mapping, default: Any = None) -> Any:
+    """The time axis of a trajectory record (a mapping of arrays or lists, one entry per
+    record): its ``t``, or, in a record written before schema 1, its ``steps``; ``default``
+    when it has neither. Only for trajectories: a summary's scalar ``steps`` is a count."""
+    if TIME_AXIS in record:
+        return record[TIME_AXIS]
+    return record.get(OLD_TIME_AXIS, default)
+
+
+#: The keys of a result folder's ``config.json`` beside the configuration's fields: the records'
+#: schema, the run's seed and, for a folder a command can re-run from it (``train``,
+#: ``population``), the command and its options that change the run.
+RUN_KEYS = ("schema", "seed", "command", "options")
+
+
+def config_record(config: Mapping[str, Any], seed: int | None = None,
+                  run: Mapping[str, Any] | None = None) -> dict:
+    """What a result folder's ``config.json`` holds: the fields of the configuration that ran
+    (``config``, a :meth:`~patchassoc.theory.config.Config.to_dict`), ``schema``, the ``seed``
+    (when the run has one) and ``run``'s ``command`` and ``options`` (when a command wrote it:
+    what ``--config`` re-runs). The fields stay at the top level, as before schema 1."""
+    clash = sorted(set(config) & set(RUN_KEYS))
+    if clash:
+        raise ValueError(f"a configuration field may not be named {', '.join(clash)}")
+    record = dict(config, schema=SCHEMA)
+    if seed is not None:
+        record["seed"] = int(seed)
+    for key in ("command", "options"):
+        if run and key in run:
+            record[key] = to_jsonable(run[key])
+    return record
+
+
+def config_fields(record: Mapping[str, Any]) -> dict:
+    """The configuration's fields of a ``config.json`` (:func:`config_record`, or the fields
+    alone as written before schema 1): what :meth:`Config.from_dict
+    <patchassoc.theory.config.Config.from_dict>` reads."""
+    return {k: v for k, v in record.items() if k not in RUN_KEYS}
+
+
+def as_counts(values: np.ndarray | None) -> np.ndarray | None:
+    """A recorded count (``topc_rows``) as int64: records written before schema 1 stored some
+    as float64 (NaN where not recorded). A float array of whole numbers becomes int64, one that
+    is all NaN (not recorded) ``None``; anything else is returned as it is."""
+    if values is None or values.dtype.kind != "f":
+        return values
+    if values.size and np.all(np.isnan(values)):
+        return None
+    if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
+        return values.astype(np.int64)
+    return values
+
+
+#: The key of a JSON object that says which of its nulls were non-finite numbers.
+NON_FINITE = "non_finite"
+
+
+def json_ready(obj: Any) -> Any:
+    """``obj`` as plain JSON (:func:`to_jsonable`), non-finite numbers as ``null`` with a note:
+    a JSON object gets the key ``non_finite``, ``{path: "nan" | "+inf" | "-inf"}``, when it
+    holds any (``{"t_hit": null, "non_finite": {"t_hit": "+inf"}}``; an object read back and
+    written again keeps its note, with the new ones added). A value that is not an object has
+    nowhere to hold the note: a non-finite number in it is refused (:class:`ValueError`), never
+    written as a stand-in number."""
+    notes: dict = {}
+    data = to_jsonable(obj, notes)
+    if not notes:
+        return data
+    old = data.get(NON_FINITE, {}) if isinstance(data, dict) else None
+    if not isinstance(old, dict):
+        raise ValueError(f"non-finite number(s) at {', '.join(notes)} in a JSON value that "
+                         f"cannot hold a note on them (not an object, or one whose "
+                         f"{NON_FINITE!r} is not a note)")
+    return dict(data, **{NON_FINITE: {**old, **notes}})
 
 
 def fingerprint(record: Mapping) -> str:
@@ -104,7 +234,8 @@ def fingerprint(record: Mapping) -> str:
 
 
 def _json_bytes(obj: Any) -> bytes:
-    return (json.dumps(to_jsonable(obj), indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return (json.dumps(json_ready(obj), indent=2, sort_keys=True, allow_nan=False)
+            + "\n").encode("utf-8")
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:

@@ -11,7 +11,8 @@ of one kernel family never start side by side until one of them finished (two co
 would each compile the family); the last step to start gets the cores no other step uses. A
 step that fails, or whose worker dies, is a failed step and the others still run; on Ctrl-C the
 running steps (same process group) are given a few seconds to keep what they finished. A step
-that succeeds writes ``<step>/step.json`` (its record), which lets a re-run skip it.
+that succeeds writes ``<step>/provenance.json`` (:mod:`.provenance`: what ran, when, with
+which versions), then ``<step>/step.json`` (its record), which lets a re-run skip it.
 
 A step's record carries its ``work`` (a JSON-ready description of what it computed: the
 resolved configuration, seed, quick or full, the study's protocol version), the ``fingerprint``
@@ -45,6 +46,7 @@ from patchassoc.simulations.runtime.errors import CorruptFile, Interrupted, Usag
 from patchassoc.simulations.runtime.executor import (_as_interrupt, _sigint_ignored,
                                                      _thread_lock_for_bars)
 from patchassoc.simulations.runtime.progress import notice, progress_bar
+from patchassoc.simulations.runtime.provenance import utc_now, write_provenance
 from patchassoc.simulations.runtime.results import fingerprint
 from patchassoc.simulations.runtime.verified import (STEP_RECORD, read_step_record,
                                                      write_step_record)
@@ -229,7 +231,7 @@ def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool,
     """Run one step (``fn`` may be pickled bytes); write its ``step.json`` (with ``stamp``)
     when it succeeded; return its record. An interruption (also one that reached a Numba
     kernel) is raised as :class:`KeyboardInterrupt`; any other error is a failed step."""
-    t0, c0 = time.perf_counter(), _cpu_seconds()
+    t0, c0, started = time.perf_counter(), _cpu_seconds(), utc_now()
     marker = Path(folder) / "step.json"
     try:
         marker.unlink()
@@ -246,8 +248,9 @@ def _run_one(name: str, fn, folder: Path, args: tuple, progress: bool,
         record = {"step": name, "ok": ok, "seconds": time.perf_counter() - t0,
                   "cpu_seconds": _cpu_seconds() - c0, "summary": summary, **(stamp or {})}
         if ok:
-            # last, with its own digest and every file the step wrote: a step is reused, and
-            # its files are read, only as they were when it finished (module notes)
+            # last, with its own digest and every file the step wrote (its provenance too): a
+            # step is reused, and its files are read, only as they were when it finished
+            write_provenance(folder, started=started, exit_status=0)
             write_step_record(folder, record)
         return record
     except BaseException as exc:  # noqa: BLE001 - a failed step must not stop the others

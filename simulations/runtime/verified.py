@@ -18,7 +18,7 @@ A file that a verdict, a table, a reading or a reproduction's reuse reads is one
 lists). A file that fails raises :class:`~.errors.CorruptFile` naming it and saying why (one
 line): a verdict then reads "error: <file> <why>", and ``reproduce`` computes the step again. A
 summary is also refused when it holds a non-finite number (``NaN``, ``Infinity``: the writer
-never writes one, :func:`~.results.to_jsonable`).
+never writes one; it writes ``null`` with a note, :func:`~.results.json_ready`).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from patchassoc.simulations.runtime.errors import CorruptFile
 from patchassoc.simulations.runtime.results import (MANIFEST, RESULT_FILES, _json_kind,
-                                                    atomic_write_bytes, load_folder,
+                                                    atomic_write_bytes, json_ready, load_folder,
                                                     to_jsonable)
 
 __all__ = ["DIGEST", "STEP_RECORD", "write_summary", "summary_bytes", "read_summary",
@@ -65,7 +65,8 @@ def _sha256(data: bytes) -> str:
 def summary_bytes(obj: Mapping) -> bytes:
     """The bytes :func:`write_summary` writes for ``obj``: the object (JSON-ready, without a
     ``digest`` key of its own) with ``digest`` set to the SHA-256 of the rest."""
-    body = to_jsonable(obj)
+    # non-finite numbers as null, with the note that says which (results.json_ready)
+    body = json_ready(obj) if isinstance(obj, Mapping) else to_jsonable(obj)
     if not isinstance(body, dict):
         raise TypeError(f"a summary is a JSON object, not {type(body).__name__}")
     body.pop(DIGEST, None)

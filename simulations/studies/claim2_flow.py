@@ -45,6 +45,7 @@ from patchassoc.simulations.engines.population.flow import T_MAX, run_flow
 from patchassoc.simulations.engines.sampled_flow import SAMPLED_FLOW_VERSION, run_sampled_flow
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
+from patchassoc.simulations.runtime.results import TIME_AXIS
 from patchassoc.simulations.studies.common.scaling_family import loglog_fit
 from patchassoc.simulations.studies.common.seed_rule import (
     ERROR_FACTOR,
@@ -119,7 +120,7 @@ class FlowSeedTask:
 
 
 def _curve(tr) -> dict:
-    return {"steps": tr.t.tolist(), "share_min": tr.share_min.tolist(),
+    return {TIME_AXIS: tr.t.tolist(), "share_min": tr.share_min.tolist(),
             "share_mean": tr.share_mean.tolist(), "test_error": tr.test_error.tolist(),
             "topc_rows": tr.topc_rows.tolist(), "u_min": tr.u_min.tolist(),
             "train_loss": tr.train_loss.tolist(), "q_residual": tr.q_residual.tolist()}

@@ -29,10 +29,12 @@ DEFAULT_STEPS = 3000
 
 
 def run_dynamics(config: Config, seed: int, out: Path, progress: bool, steps: int,
-                 tol: float | None = None) -> Outcome:
-    """Run and save the population dynamics in ``out``; the summary and the result."""
+                 tol: float | None = None, run: dict | None = None) -> Outcome:
+    """Run and save the population dynamics in ``out``; the summary and the result. ``run``:
+    the command and options its ``config.json`` records (``population --config`` re-runs
+    them)."""
     result = run_population(config, seed, steps=steps, tol=tol, progress=progress)
-    result.save(out)
+    result.save(out, run=run)
     summary = result.summary()
     summary["out"] = str(out)
     summary["figures"] = []
@@ -42,12 +44,12 @@ def run_dynamics(config: Config, seed: int, out: Path, progress: bool, steps: in
 
 
 def run_flow_study(config: Config, seed: int, out: Path, progress: bool,
-                   t_max: float = T_MAX) -> Outcome:
+                   t_max: float = T_MAX, run: dict | None = None) -> Outcome:
     """Run and save the exact gradient flow (:mod:`~patchassoc.simulations.engines.population.flow`) in ``out``;
     the summary (the horizon reading, the limit class, the times to each criterion) and the
-    result."""
+    result. ``run``: the command and options its ``config.json`` records."""
     result = run_flow(config, seed, t_max=t_max, progress=progress)
-    result.save(out)
+    result.save(out, run=run)
     summary = result.summary()
     summary["out"] = str(out)
     summary["figures"] = []

@@ -58,7 +58,8 @@ from patchassoc.theory.invariant import invariant_logits, project_invariant
 from patchassoc.theory.structure import Structure
 
 from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import load_folder, save_folder
+from patchassoc.simulations.runtime.results import (TIME_AXIS, config_fields, config_record,
+                                                    load_folder, save_folder, time_axis)
 from patchassoc.simulations.analysis import stats
 from patchassoc.simulations.engines.sampler import sample, unit_vector
 from patchassoc.simulations.engines.sampled_descent import gradient_descent
@@ -182,18 +183,21 @@ class ConvergenceResult:
         return out
 
     def save(self, folder: str | Path) -> Path:
-        arrays = {k: getattr(self, k) for k in ("seeds", "Ns", "steps", "population",
-                                                 "distance")}
+        arrays = {TIME_AXIS if k == "steps" else k: getattr(self, k)
+                  for k in ("seeds", "Ns", "steps", "population", "distance")}
         if self.control is not None:
             arrays["control"] = self.control
-        return save_folder(folder, self.config.to_dict(), self.summary(), arrays)
+        first = int(self.seeds[0]) if self.seeds.size else None     # seeds first, first + 1, ...
+        return save_folder(folder, config_record(self.config.to_dict(), first), self.summary(),
+                           arrays)
 
     @classmethod
     def load(cls, folder: str | Path) -> "ConvergenceResult":
         config, metrics, arrays = load_folder(folder)
         control = metrics.get("control")
-        return cls(config=Config.from_dict(config), seeds=arrays["seeds"], Ns=arrays["Ns"],
-                   steps=arrays["steps"], population=arrays["population"],
+        return cls(config=Config.from_dict(config_fields(config)), seeds=arrays["seeds"],
+                   Ns=arrays["Ns"],
+                   steps=time_axis(arrays), population=arrays["population"],
                    distance=arrays["distance"], slopes=metrics["slopes"],
                    control=arrays.get("control"),
                    control_slopes=None if control is None else control["slopes"],
@@ -355,7 +359,9 @@ def run_convergence(config: Config, seed: int = 0, *, Ns: Sequence[int] = DEFAUL
         bar.close()
     slopes = fit_slopes(Ns, dist, COMPONENTS, seed)
     control_slopes = fit_slopes(Ns, ctrl, CONTROL_COMPONENTS, seed) if control else None
-    return ConvergenceResult(config=cfg, seeds=seeds, Ns=Ns, steps=at, population=pop,
+    # the config that ran: the steps and records the runs made (not the config's defaults)
+    return ConvergenceResult(config=cfg.replace(steps=steps, records=records), seeds=seeds,
+                             Ns=Ns, steps=at, population=pop,
                              distance=dist, slopes=slopes, control=ctrl,
                              control_slopes=control_slopes, status=status,
                              seconds=time.perf_counter() - t0,

@@ -21,11 +21,13 @@ __all__ = ["run_and_save", "run_flow_and_save", "reproduce_train", "reproduce_tr
            "TRAIN", "TRAIN_GRAM"]
 
 
-def run_and_save(config: Config, seed: int, out: Path, progress: bool) -> Outcome:
+def run_and_save(config: Config, seed: int, out: Path, progress: bool,
+                 run: dict | None = None) -> Outcome:
     """Train, save the result folder in ``out``; the summary (``exit_status`` 1 when the
-    training stopped early) and the result (``products["result"]``)."""
+    training stopped early) and the result (``products["result"]``). ``run``: the command and
+    options its ``config.json`` records (``train --config`` re-runs them)."""
     result = train(config, seed, progress=progress)
-    result.save(out)
+    result.save(out, run=run)
     summary = result.summary()
     summary["out"] = str(out)
     summary["figures"] = []
@@ -35,11 +37,12 @@ def run_and_save(config: Config, seed: int, out: Path, progress: bool) -> Outcom
 
 
 def run_flow_and_save(config: Config, seed: int, out: Path, progress: bool,
-                      t_max: float = T_MAX) -> Outcome:
+                      t_max: float = T_MAX, run: dict | None = None) -> Outcome:
     """The gradient flow of the empirical risk of ``config`` to ``t_max``
     (:func:`~patchassoc.simulations.engines.sampled_flow.run_sampled_flow`), read with claim 2's
     seed rule (:mod:`.claim2_seeds`), saved in ``out``; the summary (``exit_status`` 1 when the
-    flow did not reach its horizon: what it recorded is saved) and the result."""
+    flow did not reach its horizon: what it recorded is saved) and the result. ``run``: the
+    command and options its ``config.json`` records."""
     from patchassoc.simulations.engines.sampled_flow import run_sampled_flow
     from patchassoc.simulations.studies.common.seed_rule import (ERROR_FACTOR, ERROR_SLACK,
                                                                  SHARE_MIN)
@@ -47,7 +50,7 @@ def run_flow_and_save(config: Config, seed: int, out: Path, progress: bool,
     result = run_sampled_flow(config, seed, t_max=t_max, error_factor=ERROR_FACTOR,
                               error_slack=ERROR_SLACK, share_level=SHARE_MIN,
                               progress=progress)
-    result.save(out)
+    result.save(out, run=run)
     summary = result.summary()
     summary["out"] = str(out)
     summary["figures"] = []

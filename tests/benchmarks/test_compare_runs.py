@@ -187,3 +187,72 @@ def test_cross_cpu_skips_solver_noise_and_lists_new_draws_and_figures(before, tm
     assert sorted(f for f, *_ in cmp.information) == ["seeds/a.png", "vit/metrics.json"]
     assert cmp.ignored["not compared (cross-CPU)"] == 2
     assert not compare_folders(tmp_path / "b2", after).same     # bit for bit they differ
+
+
+def test_a_stand_in_1e308_before_schema_1_reads_as_the_null_that_replaced_it(before, tmp_path):
+    """Issue 40: +-inf was written as +-1e308, now as null with a note; the two folders hold
+    the same numbers, and the change is counted, not hidden."""
+    old = _run(tmp_path / "old", extra={"bound": 1e308, "low": -1e308, "other": 2.0})
+    new = _run(tmp_path / "new", extra={"bound": None, "low": None, "other": 2.0,
+                                        "non_finite": {"bound": "+inf", "low": "-inf"}})
+    cmp = compare_folders(old, new)
+    assert cmp.same, cmp.differences
+    assert sum(cmp.schema.values()) == 3
+    # a real number against null still differs, and so does a note both sides hold
+    cmp = compare_folders(_run(tmp_path / "o2", extra={"bound": 2.0}),
+                          _run(tmp_path / "n2", extra={"bound": None}))
+    assert [d[1] for d in cmp.differences] == ["bound"]
+    cmp = compare_folders(_run(tmp_path / "o3", extra={"non_finite": {"x": "nan"}}),
+                          _run(tmp_path / "n3", extra={"non_finite": {"x": "+inf"}}))
+    assert not cmp.same
+
+
+def _result_folder(folder, *, old: bool):
+    """A result folder as schema 1 writes it, or as it was written before (``old``)."""
+    folder.mkdir(parents=True)
+    axis, rows = np.array([0, 10, 3000]), np.array([0, 4, 16])
+    arrays = {("steps" if old else "t"): axis,
+              "topc_rows": rows.astype(np.float64) if old else rows, "a": np.ones(3)}
+    np.savez(folder / "arrays.npz", **arrays)
+    (folder / "config.json").write_text(json.dumps(
+        {"L": 4, "steps": 600} if old else
+        {"L": 4, "steps": 3000, "schema": 1, "seed": 5, "command": "population",
+         "options": {"steps": 3000}}))
+    (folder / "metrics.json").write_text(json.dumps({
+        "status": "ok", "steps": 3000, "seed": 5,
+        "config": {"L": 4, "steps": 600 if old else 3000},
+        "curve": {("steps" if old else "t"): [0, 10, 3000],
+                  "topc_rows": [0.0, 4.0, 16.0] if old else [0, 4, 16]}}))
+    return folder
+
+
+def test_records_before_schema_1_are_read_as_schema_1_writes_them(tmp_path, capsys):
+    """Issue 40: the time axis renamed steps -> t, counts as integers, the configuration with
+    the steps the run made: the same numbers, each change counted and said."""
+    cmp = compare_folders(_result_folder(tmp_path / "old", old=True),
+                          _result_folder(tmp_path / "new", old=False))
+    assert cmp.same, cmp.differences
+    assert set(cmp.schema) == {"time axes named steps before schema 1 read as t",
+                               "counts stored as floats before schema 1 read as integers",
+                               "configurations that recorded the steps they were given, not "
+                               "those the run made, read with the run's steps",
+                               "seeds in config.json, recorded in metrics.json before schema 1",
+                               "records added to config.json by schema 1 (schema, command, "
+                               "options)"}
+    assert main([str(tmp_path / "old"), str(tmp_path / "new")]) == 0
+    assert "read across the record changes of schema 1" in capsys.readouterr().out
+
+
+def test_a_changed_number_behind_a_record_change_still_differs(tmp_path):
+    new = _result_folder(tmp_path / "new", old=False)
+    old = _result_folder(tmp_path / "old", old=True)
+    np.savez(old / "arrays.npz", steps=np.array([0, 10, 2999]),
+             topc_rows=np.array([0.0, 4.0, 15.0]), a=np.ones(3))
+    meta = json.loads((old / "metrics.json").read_text())
+    meta["curve"]["topc_rows"][2] = 15.5
+    meta["status"] = "stopped"           # a run that did not make all its steps: not upgraded
+    meta["seed"] = 6                     # another seed than the one config.json now records
+    (old / "metrics.json").write_text(json.dumps(meta))
+    where = {d[1] for d in compare_folders(old, new).differences}
+    assert {"t[2] (1 entries differ)", "topc_rows[2] (1 entries differ)", "curve.topc_rows[2]",
+            "steps", "config.steps", "seed"} <= where, where

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from patchassoc.cli.main import main
+from patchassoc.simulations.runtime.results import SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,6 +61,9 @@ def test_train_json_is_one_object_and_results_are_written(tmp_path):
                 "v_perp_norm", "steps", "seconds", "config"):
         assert key in summary
     assert summary["steps"] == 40 and summary["config"]["D"] == 8
+    assert summary["schema"] == SCHEMA                  # issue 40: every --json output
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["argv"][1:4] == ["train", "--preset", "tiny"] and prov["exit_status"] == 0
     for name in ("config.json", "metrics.json", "arrays.npz", "attention_maps.png",
                  "attention_maps.pdf", "training_curves.png", "training_curves.pdf"):
         assert (out / name).stat().st_size > 0
@@ -73,3 +77,20 @@ def test_help_lists_commands(capsys):
         main(["--help"])
     assert exc.value.code == 0
     assert "train" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args", [
+    ["population-eval", "--preset", "tiny", "--alpha", "1.2", "--a", "3", "--b", "2.5", "--c",
+     "0"],
+    ["association", "--kind", "logits", "--matrix", "M.npy", "--sets", "S.npy"],
+])
+def test_every_json_output_carries_the_schema(args, tmp_path, capsys, monkeypatch):
+    """Issue 40: one constant, SCHEMA, in every --json object, also of a command that writes
+    no folder."""
+    import numpy as np
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "M.npy", np.array([[2.0, 1.0, 0.0, 0.0], [1.0, 2.0, 0.0, 0.0],
+                                          [0.0, 0.0, 2.0, 1.0], [0.0, 0.0, 1.0, 2.0]]))
+    np.save(tmp_path / "S.npy", np.array([[0, 1], [2, 3]]))
+    assert main([*args, "--json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == SCHEMA

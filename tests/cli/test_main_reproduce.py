@@ -34,6 +34,13 @@ def test_reproduce_skips_finished_steps_and_reports_failures(tmp_path, monkeypat
     assert calls == ["ok", "bad"]
     report = (out / "report.md").read_text()
     assert "Steps that failed: `broken` (RuntimeError: boom)" in report
+    # provenance (issue 40): the command's folder, and the step that succeeded, not the other
+    top = json.loads((out / "provenance.json").read_text())
+    assert top["exit_status"] == 1 and top["argv"][:2] == ["patchassoc", "reproduce"]
+    step = json.loads((out / "good" / "provenance.json").read_text())
+    assert step["exit_status"] == 0 and step["command_line"] == top["command_line"]
+    assert step["started"] >= top["started"] and step["ended"] <= top["ended"]
+    assert not (out / "broken" / "provenance.json").exists()
     # a re-run skips the finished step and retries the failed one
     calls.clear()
     assert main(["reproduce", "--preset", "tiny", "--out", str(out), "--json", "--quiet",
@@ -68,6 +75,9 @@ def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, caps
     assert env["first"]["pid"] != env["second"]["pid"]
     assert env["reader"]["pid"] in (env["first"]["pid"], env["second"]["pid"])
     assert "first is running" in (out / "first" / "step.log").read_text()
+    # a step run in a spawned worker records the command that started it (issue 40)
+    cmd = json.loads((out / "provenance.json").read_text())["command_line"]
+    assert json.loads((out / "first" / "provenance.json").read_text())["command_line"] == cmd
     assert list(summary["order"]) == ["first", "second", "reader", "crash"]
 
 

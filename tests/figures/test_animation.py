@@ -44,7 +44,7 @@ def test_animate_writes_one_frame_per_record(capsys, tmp_path, command):
     s = run_cli(capsys, command + ["--animate", "--no-figures", "--out", str(tmp_path)])
     gif = [p for p in s["animations"] if p.endswith(".gif")]
     assert len(gif) == 1 and gif[0].startswith(str(tmp_path))
-    steps = np.load(tmp_path / "arrays.npz")["steps"]
+    steps = np.load(tmp_path / "arrays.npz")["t"]
     n, total, size = gif_frames(gif[0])
     assert n == steps.size >= 5
     assert total == (n - 1) * animation.FRAME_MS + animation.HOLD_MS

@@ -17,7 +17,7 @@ def result():
 def test_per_step_curves_equal_the_records_at_the_recorded_steps(result):
     t = result.trajectory
     every = population_dynamics.per_step_curves(result)
-    assert every is not None and len(every["steps"]) == t.steps_done + 1
+    assert every is not None and len(every["t"]) == t.steps_done + 1    # the time axis: t
     k = np.asarray(t.steps, dtype=int)
     np.testing.assert_allclose(every["alpha"][k], t.alpha, rtol=0, atol=0)
     np.testing.assert_allclose(every["share"][k], t.share, rtol=0, atol=0)
@@ -25,6 +25,7 @@ def test_per_step_curves_equal_the_records_at_the_recorded_steps(result):
     np.testing.assert_allclose(every["gap_ac"][k], t.gap_ac, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(every["gap_bc"][k], t.gap_bc, rtol=1e-9, atol=1e-9)
     np.testing.assert_array_equal(every["topc_rows"][k], t.topc_rows)
+    assert every["topc_rows"].dtype == t.topc_rows.dtype == np.int64     # counts as integers
 
 
 def test_the_population_figures_draw(result):

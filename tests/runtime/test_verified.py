@@ -84,9 +84,11 @@ def test_a_summary_holding_nan_is_refused_even_with_a_matching_digest(tmp_path):
     path.write_text(json.dumps({"error": float("inf"), "digest": "0" * 64}))
     with pytest.raises(CorruptFile, match=r"non-finite number \(Infinity\)"):
         read_summary(path)
-    # the writer never writes one: a NaN is stored as null (to_jsonable), read back as None
+    # the writer never writes one: a NaN is stored as null, with the note that says so
+    # (json_ready, issue 40), read back as None
     write_summary(path, {"error": float("nan")})
-    assert b"NaN" not in path.read_bytes() and read_summary(path) == {"error": None}
+    assert b"NaN" not in path.read_bytes()
+    assert read_summary(path) == {"error": None, "non_finite": {"error": "nan"}}
 
 
 # -- a step's record --------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def test_a_flow_cell_holds_its_reading_and_is_resumed(small_cell, tmp_path):
     assert rec["reached"] and rec["t_reached"] == 1e6 and rec["fingerprint"] == task.fingerprint()
     assert rec["limit_class"] == rec["limit"]["class"]
     assert rec["passed"] == (not rec["times"]["all"]["censored"])
-    assert rec["curve"]["steps"][0] == 0.0 and rec["curve"]["steps"][-1] == 1e6
+    assert rec["curve"]["t"][0] == 0.0 and rec["curve"]["t"][-1] == 1e6   # the time axis: t
     assert (rec["invariance"]["z"] is None) or np.isfinite(rec["invariance"]["z"])
     json.dumps(rec)
     out = cf.run_flow_seeds(task.config, [cf.FlowSeedCell(3)], task.folder, t_max=1e6)

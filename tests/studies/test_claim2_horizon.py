@@ -121,7 +121,7 @@ def test_the_budget_record_of_a_run_to_the_horizon_is_the_run_stopped_there(tmp_
     out = cs.run_seeds(cfg, [3], tmp_path, horizon=90)
     rec = out["records"][0]
     assert rec["horizon"] == 90 and rec["budget"] == 20 and rec["steps"] == 90
-    assert 20 in rec["curve"]["steps"] and rec["curve"]["steps"][-1] == 90
+    assert 20 in rec["curve"]["t"] and rec["curve"]["t"][-1] == 90
     # a run of 20 steps, recorded as claim 2 recorded it before the horizon
     old = train(cfg.replace(diagonal="fixed", records=10), 3)
     kept = TrainResult.load(tmp_path / "seed-003" / "step-20")
@@ -134,7 +134,7 @@ def test_the_budget_record_of_a_run_to_the_horizon_is_the_run_stopped_there(tmp_
     br = rec["budget_reading"]
     assert (br["share_min"], br["share_mean"], br["topc_rows"], br["test_error"]) == \
         (assoc.share_min, assoc.share_mean, assoc.topc_rows, float(ot.test_error[-1]))
-    i = rec["curve"]["steps"].index(20)
+    i = rec["curve"]["t"].index(20)
     assert (rec["curve"]["share_min"][i], rec["curve"]["test_error"][i],
             rec["curve"]["topc_rows"][i]) == (ot.share_min[-1], ot.test_error[-1],
                                               ot.topc_rows[-1])

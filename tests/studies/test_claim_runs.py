@@ -128,7 +128,7 @@ def test_grid_and_seeds_commands(tmp_path, capsys):
     assert s["n_seeds"] == 1 and s["preview"] and s["config"]["diagonal"] == "fixed"
     assert s["records"][0]["passed"] == s["passed"] or s["n_passed"] == 0
     assert s["horizon"] == 12 and s["budget"]["step"] == 3 and s["times"][0]["seed"] == 0
-    assert s["pass_rate"]["t"][-1] == 12 and s["records"][0]["curve"]["steps"][-1] == 12
+    assert s["pass_rate"]["t"][-1] == 12 and s["records"][0]["curve"]["t"][-1] == 12
     assert (tmp_path / "s" / "seeds_horizon.png").exists()
     # the budget step (the config's steps) must lie within the horizon
     assert main(argv[:argv.index("--steps")] + ["--steps", "2", "--quiet"]) == 2

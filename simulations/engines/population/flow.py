@@ -78,7 +78,7 @@ from patchassoc.simulations.engines.population.exact import (
 from patchassoc.simulations.engines.population.trajectory import initial_point
 from patchassoc.simulations.runtime.errors import interrupted_by, whole_records
 from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import save_folder
+from patchassoc.simulations.runtime.results import config_record, save_folder
 
 __all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_reading",
            "limit_class", "flow_times", "T_MAX",
@@ -573,12 +573,15 @@ class FlowResult:
         return {**flow_reading(self.trajectory, self.bayes_error), "seed": int(self.seed),
                 "config": self.config.to_dict()}
 
-    def save(self, folder):
-        """config.json, metrics.json (the summary) and arrays.npz (the records, the sets)."""
+    def save(self, folder, run: dict | None = None):
+        """config.json (the configuration, the seed and, from a command, ``run``'s command and
+        options: :func:`~.results.config_record`), metrics.json (the summary) and arrays.npz
+        (the records, the sets)."""
         t = self.trajectory
         arrays = {k: getattr(t, k) for k in FlowTrajectory.ARRAYS}
         arrays["sets"] = self.structure.sets
-        return save_folder(folder, self.config.to_dict(), self.summary(), arrays)
+        return save_folder(folder, config_record(self.config.to_dict(), self.seed, run),
+                           self.summary(), arrays)
 
 
 def run_flow(config, seed: int = 0, *, t_max: float = T_MAX, progress: bool = False,

@@ -62,7 +62,9 @@ from patchassoc.simulations.engines import fixed_order
 from patchassoc.simulations.engines.criteria import times_to_criteria
 from patchassoc.simulations.runtime.errors import interrupted_by, whole_records
 from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import load_folder, save_folder
+from patchassoc.simulations.runtime.results import (TIME_AXIS, as_counts, config_fields,
+                                                    config_record, load_folder, save_folder,
+                                                    time_axis)
 from patchassoc.simulations.engines.sampler import streams, unit_vector
 from patchassoc.simulations.engines.start import initial_parameters, record_steps
 from patchassoc.simulations.engines.population.exact import (
@@ -82,7 +84,9 @@ PER_STEP = ("alpha", "share", "Pd", "Qs", "R")
 
 @dataclass(frozen=True, eq=False)
 class PopulationTrajectory:
-    """What :func:`population_descent` recorded; arrays are indexed by recorded step.
+    """What :func:`population_descent` recorded; arrays are indexed by recorded step:
+    ``steps`` (also :attr:`t`, the time axis's name in every trajectory and every saved
+    record) holds the step numbers, ``topc_rows`` the rows passing Def. 2.2 (integers).
 
     ``coords`` holds the attention coordinates that gradient descent moves: (a, b, c) for
     logits, (x, y, w) for the Gram form (then ``a, b, c`` are those of Q = P P^T).
@@ -116,6 +120,11 @@ class PopulationTrajectory:
     ARRAYS = ("steps", "loss", "error", "alpha", "a", "b", "c", "coords", "Pd", "Qs", "R",
               "mass_mean", "mass_min", "gap_ac", "gap_bc", "row_sum", "bound", "grad_norm",
               "topc_rows", "share", "per_step")
+
+    @property
+    def t(self) -> np.ndarray:
+        """The time axis (the recorded step numbers): the name every trajectory shares."""
+        return self.steps
 
     def attention(self, structure: Structure, index: int = -1) -> np.ndarray:
         """The D x D attention matrix rebuilt from (a, b, c) at recorded step ``index``."""
@@ -230,7 +239,7 @@ def population_descent(L: int, C: int, q: float, p: int, nu: float, alpha0: floa
     finally:
         bar.close()
     whole_records(rows, [k for k in rows if k != "per_step"])   # per_step: one row per step
-    arrays = {k: np.asarray(v, dtype=np.int64 if k == "steps" else np.float64)
+    arrays = {k: np.asarray(v, dtype=np.int64 if k in ("steps", "topc_rows") else np.float64)
               for k, v in rows.items()}
     if not rows["coords"]:
         arrays["coords"] = np.zeros((0, 3))
@@ -372,19 +381,26 @@ class PopulationResult:
             "config": self.config.to_dict(),
         }
 
-    def save(self, folder: str | Path) -> Path:
+    def save(self, folder: str | Path, run: dict | None = None) -> Path:
+        """The result folder: ``config.json`` (the configuration that ran, the seed and, from a
+        command, ``run``'s command and options: :func:`~.results.config_record`),
+        ``metrics.json`` (the summary) and ``arrays.npz`` (the records, the sets)."""
         t = self.trajectory
-        arrays = {k: getattr(t, k) for k in PopulationTrajectory.ARRAYS
-                  if getattr(t, k) is not None}
+        arrays = {TIME_AXIS if k == "steps" else k: getattr(t, k)
+                  for k in PopulationTrajectory.ARRAYS if getattr(t, k) is not None}
         arrays["sets"] = self.structure.sets
         metrics = self.summary()
         metrics["structure_kind"] = self.structure.kind
-        return save_folder(folder, self.config.to_dict(), metrics, arrays)
+        return save_folder(folder, config_record(self.config.to_dict(), self.seed, run),
+                           metrics, arrays)
 
     @classmethod
     def load(cls, folder: str | Path) -> "PopulationResult":
         config, metrics, arrays = load_folder(folder)
-        cfg = Config.from_dict(config)
+        cfg = Config.from_dict(config_fields(config))
+        # the time axis "t" ("steps" before schema 1); counts as integers (float64 before)
+        arrays = dict(arrays, steps=time_axis(arrays),
+                      topc_rows=as_counts(arrays.get("topc_rows")))
         traj = PopulationTrajectory(**{k: arrays.get(k) for k in PopulationTrajectory.ARRAYS},
                                     status=metrics["status"], steps_done=int(metrics["steps"]),
                                     param=metrics.get("param", "logits"))
@@ -401,7 +417,8 @@ def run_population(config: Config, seed: int = 0, *, steps: int | None = None,
                    structure: Structure | None = None) -> PopulationResult:
     """Population gradient descent for ``config`` from the seed's initial point.
 
-    ``steps``/``records`` default to ``config.steps``/``config.records``. The learning rates,
+    ``steps``/``records`` default to ``config.steps``/``config.records``; the result's config
+    holds those that ran (what its ``config.json`` records). The learning rates,
     kappa, omega, (L, C, q, p, nu) and the parameterization come from ``config``; sigma, d (other
     than through the draws of alpha0) and the sample sizes play no role.
     """
@@ -418,6 +435,8 @@ def run_population(config: Config, seed: int = 0, *, steps: int | None = None,
                               diagonal=config.diagonal,
                               max_configurations=max_configurations, progress=progress)
     seconds = time.perf_counter() - t0
+    # the config that ran: the steps and records it made, also when given apart from it
+    config = config.replace(steps=steps, records=records)
     return PopulationResult(config=config, seed=seed, structure=structure, trajectory=traj,
                             bayes_error=bayes_error(config.L, config.C, config.q),
                             seconds=seconds, tol=tol,

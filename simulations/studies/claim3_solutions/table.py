@@ -16,7 +16,8 @@ from typing import Sequence
 import numpy as np
 from patchassoc.simulations.engines.population.trajectory import PopulationResult, run_population
 from patchassoc.simulations.runtime.progress import progress_bar
-from patchassoc.simulations.runtime.results import load_folder, save_folder
+from patchassoc.simulations.runtime.results import (config_fields, config_record, load_folder,
+                                                    save_folder)
 from patchassoc.simulations.studies.claim3_solutions.measurement import (
     MC_SAMPLES,
     Measurement,
@@ -213,7 +214,8 @@ class SolutionsResult:
         metrics["curve_methods"] = {k: list(v) for k, v in self.curve_methods.items()}
         metrics["structure_kind"] = self.structure.kind
         metrics["alpha0_source"] = self.alpha0_source
-        return save_folder(folder, self.config.to_dict(), metrics, arrays)
+        return save_folder(folder, config_record(self.config.to_dict(), self.seed), metrics,
+                           arrays)
 
     @classmethod
     def load(cls, folder: str | Path) -> "SolutionsResult":
@@ -227,7 +229,7 @@ class SolutionsResult:
             elif key.startswith("attention__"):
                 attention[key.split("__", 1)[1]] = arr
         rows = tuple(SolutionRow(**r) for r in metrics["rows"])
-        return cls(config=Config.from_dict(config), seed=int(metrics["seed"]),
+        return cls(config=Config.from_dict(config_fields(config)), seed=int(metrics["seed"]),
                    label=metrics["label"],
                    structure=Structure(arrays["sets"], metrics.get("structure_kind", "custom")),
                    alpha0=float(metrics["alpha0"]), alpha0_source=metrics["alpha0_source"],

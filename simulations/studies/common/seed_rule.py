@@ -72,6 +72,7 @@ from patchassoc.simulations.engines.sampled_descent import train
 from patchassoc.simulations.engines.start import record_steps
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
+from patchassoc.simulations.runtime.results import TIME_AXIS, time_axis
 from patchassoc.simulations.studies.verdicts import fmt
 from patchassoc.theory.association import associate
 from patchassoc.theory.bayes import bayes_error
@@ -279,7 +280,7 @@ def run_seed(task: SeedTask, cell: SeedCell) -> dict:
         if budget < int(t.steps_done):
             at_budget.save(folder / f"step-{budget}")
         reading = _budget_reading(at_budget, S, threshold)
-    curve = {"steps": t.steps.tolist(), "topc_rows": t.topc_rows.tolist(),
+    curve = {TIME_AXIS: t.steps.tolist(), "topc_rows": t.topc_rows.tolist(),
              "share_min": t.share_min.tolist(), "share_mean": t.share_mean.tolist(),
              "test_error": t.test_error.tolist()}
     reached = t.status == "ok" and int(t.steps_done) == H and t.steps.size > 0
@@ -342,7 +343,7 @@ def pass_rate_curve(records: Sequence[dict]) -> dict:
     all the seeds, with its Wilson 95 % band. A censored seed never counts."""
     records = list(records)
     n = len(records)
-    ts = sorted({x for r in records for x in (r.get("curve") or {}).get("steps", [])})
+    ts = sorted({x for r in records for x in time_axis(r.get("curve") or {}, [])})
     times = [((r.get("times") or {}).get("all") or {}).get("time") if r.get("passed") else None
              for r in records]
     k = [sum(1 for x in times if x is not None and x <= t) for t in ts]
@@ -357,7 +358,7 @@ def _over_seeds(records: Sequence[dict], key: str) -> dict:
     by_t: dict[float, list[float]] = {}
     for r in records:
         c = r.get("curve") or {}
-        for t, y in zip(c.get("steps", []), c.get(key, [])):
+        for t, y in zip(time_axis(c, []), c.get(key, [])):
             if y is not None and math.isfinite(y):
                 by_t.setdefault(t, []).append(float(y))
     ts = sorted(by_t)
@@ -430,7 +431,7 @@ def seeds_summary(records: Sequence[dict], quick: bool = False) -> dict:
             "pass_rate": pass_rate_curve(records),
             "test_error_vs_t": _over_seeds(records, "test_error"),
             "share_min_vs_t": _over_seeds(records, "share_min"),
-            "share_min_curves": [{"seed": r["seed"], "t": (r.get("curve") or {}).get("steps"),
+            "share_min_curves": [{"seed": r["seed"], "t": time_axis(r.get("curve") or {}),
                                   "share_min": (r.get("curve") or {}).get("share_min")}
                                  for r in records],
             "failing": failing, "trend_tolerance": dict(TREND_TOL),
