@@ -245,7 +245,9 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         status = f"interrupted at step {step}"
     finally:
         bar.close()
-    whole_records(rows)
+    # without the sets, the association columns are never filled: they are not cut with the rest
+    unrecorded = () if structure is not None else ("topc_rows", "share_mean", "share_min")
+    whole_records(rows, [k for k in rows if k not in unrecorded])
 
     D = theta.shape[0]
     empty = {"row_sums": np.zeros((0, D)), "A": np.zeros((0, D, D))}
