@@ -204,6 +204,22 @@ def test_the_docs_extra_installs_what_the_build_imports():
     assert set(BUILD_MODULES.values()) <= docs_extra(), docs_extra()
 
 
+def test_the_docs_build_without_torch_mocks_it(monkeypatch):
+    """The README's docs command installs only the docs extra; the ViT engines import torch, and
+    sphinx -W failed there with 20 warnings (their modules could not be imported). conf.py mocks
+    torch where it is not installed, and only there."""
+    import runpy
+    monkeypatch.setattr(sys, "path", list(sys.path))          # conf.py adds docs/_ext to it
+    monkeypatch.setenv("MPLBACKEND", os.environ.get("MPLBACKEND", "Agg"))
+    find_spec = importlib.util.find_spec
+    for installed, mocked in ((False, ["torch"]), (True, [])):
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *a, _i=installed: (find_spec("math") if _i else None)
+                            if name == "torch" else find_spec(name, *a))
+        conf = runpy.run_path(str(DOCS / "conf.py"))
+        assert conf["autodoc_mock_imports"] == mocked
+
+
 def test_the_install_page_lists_what_setup_cfg_requires():
     """docs/install.md's table of requirements is setup.cfg's, group for group."""
     page = (DOCS / "install.md").read_text(encoding="utf-8")
