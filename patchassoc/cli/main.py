@@ -529,8 +529,12 @@ class _Redelivery:
         import time
         time.sleep(self.DELAY)
         with self._lock:
-            if self._open:   # a real signal: it also ends a wait (a sleep, a future's result)
+            if self._open and hasattr(signal, "pthread_kill"):
+                # a real signal: it also ends a wait (a sleep, a future's result)
                 signal.pthread_kill(threading.main_thread().ident, _SIGNAL["number"])
+            elif self._open:     # Windows: no pthread_kill; the main thread sees it when it runs
+                import _thread
+                _thread.interrupt_main(_SIGNAL["number"])
             self._pending = False
 
     def close(self) -> None:
