@@ -13,6 +13,7 @@ from patchassoc.simulations.runtime.verified import (write_step_record,  # noqa:
 from patchassoc.simulations.studies import claim6_vit, registry  # noqa: E402
 from patchassoc.simulations.engines.vit.training import LONG_RECIPES, RECIPES  # noqa: E402
 from patchassoc.theory.config import preset  # noqa: E402
+from tests.vit.no_torch import PRELUDE  # noqa: E402
 
 
 def ci(mean, half, n=5):
@@ -208,13 +209,8 @@ def test_a_folder_whose_arrays_cannot_be_read_says_why_its_cause_has_no_trend(tm
     assert str(tmp_path) in rec["cause"]["why"]    # the reason names the folder
 
 
-_CLAIM6_WITHOUT_TORCH = """
-import importlib.abc, json, sys
-class _NoTorch(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ModuleNotFoundError("No module named 'torch'", name="torch")
-sys.meta_path.insert(0, _NoTorch())
+_CLAIM6_WITHOUT_TORCH = PRELUDE + """
+import json
 from patchassoc.simulations.studies.claim6_vit import claim6
 out = claim6(json.loads(sys.stdin.read()))
 assert "torch" not in sys.modules

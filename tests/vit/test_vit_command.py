@@ -14,6 +14,7 @@ from patchassoc.cli.main import main  # noqa: E402
 from patchassoc.simulations.studies.claim6_vit import DIGITS_FLOOR, claim6  # noqa: E402
 from patchassoc.simulations.engines.vit.comparison import ViTResult  # noqa: E402
 
+from .no_torch import PRELUDE  # noqa: E402
 from .tolerances import ROW_SUM_ABS_F32  # noqa: E402
 
 #: Options that make a run take a few tiny steps.
@@ -157,13 +158,7 @@ def test_attention_figure_draws_the_saved_maps(svhn_run):
     np.testing.assert_allclose(expected.sum(axis=(1, 2)), 1.0, rtol=0, atol=ROW_SUM_ABS_F32)
 
 
-_BLOCK_TORCH = """
-import importlib.abc, sys
-class _NoTorch(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ModuleNotFoundError("No module named 'torch'", name="torch")
-sys.meta_path.insert(0, _NoTorch())
+_BLOCK_TORCH = PRELUDE + """
 from patchassoc.cli.main import main
 status = main(["vit", "--quiet", "--out", sys.argv[1]])
 assert "torch" not in sys.modules
