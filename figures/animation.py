@@ -216,83 +216,138 @@ def _markers(ax, frames: Frames) -> None:
             ax.axvline(rec["time"] + 1.0, ls=":", lw=1.0, color=color)
 
 
-@styled
-def plot_frame(frames: Frames, k: int):
-    """Frame ``k``: the attention at ``frames.t[k]`` (sets contiguous), the association panel and
-    the error panel up to that time; returns the figure."""
-    if not 0 <= k < len(frames.t):
-        raise ValueError(f"frame {k} out of range 0..{len(frames.t) - 1}")
+def _build(frames: Frames):
+    """The figure of an animation and the function that moves it to frame k.
+
+    The figure holds what every frame shares (the axes, the faint whole curves, the markers, the
+    colour bar, the titles' places); ``update(k)`` sets the attention map, the curves up to the
+    frame's time, the cursors and the titles that change, and returns those artists in the order
+    they are drawn. A frame is then either the whole figure drawn (:func:`plot_frame`) or the
+    background drawn once with these artists laid over it (:func:`render`)."""
     st = frames.structure
     fig, _ = new_figure(figsize=(11.5, 3.9))
     fig.clf()
     gs = fig.add_gridspec(1, 5, width_ratios=[1.0, 0.05, 0.12, 1.25, 1.25], wspace=0.35)
-    now = frames.t[k]
     x = _log_x(frames.curve_t)
-    upto = frames.curve_t <= now * (1 + 1e-12)
-
-    A = frames.maps[k]
     order = st.order()
-    ax = fig.add_subplot(gs[0, 0])
-    im = attention_maps.draw_map(ax, A[np.ix_(order, order)], st, contiguous=True)
-    share = set_mate_share(A, st)
-    rows = int(topc_rows(A, st, relative_to="entry").sum())
-    ax.set_title(f"t = {now:.3g} steps\nDef. 2.2 in {rows}/{st.D} rows\nshare "
-                 f"{share.mean():.3f} (min {share.min():.3f})", fontsize=9)
+
+    ax_map = fig.add_subplot(gs[0, 0])
+    im = attention_maps.draw_map(ax_map, frames.maps[0][np.ix_(order, order)], st,
+                                 contiguous=True)
+    separators = list(ax_map.lines)          # drawn over the matrix
     fig.colorbar(im, cax=fig.add_subplot(gs[0, 1]), label="attention weight A_ij")
 
-    ax = fig.add_subplot(gs[0, 3])
-    ax.plot(x, frames.share_mean, color=COLORS["green"], alpha=0.2, lw=1.0)
-    plot_association(ax, x[upto], D=st.D, C=st.C, eps=frames.eps,
-                     share_mean=np.asarray(frames.share_mean)[upto],
+    ax_share = fig.add_subplot(gs[0, 3])
+    ax_share.plot(x, frames.share_mean, color=COLORS["green"], alpha=0.2, lw=1.0)
+    before = len(ax_share.lines)
+    plot_association(ax_share, x, D=st.D, C=st.C, eps=frames.eps,
+                     share_mean=np.asarray(frames.share_mean),
                      share_min=None if frames.share_min is None else
-                     np.asarray(frames.share_min)[upto],
-                     topc_rows=np.asarray(frames.topc_rows)[upto],
-                     mass_mean=None)
-    ax.set_xlim(x[0], x[-1])
-    ax.set_xlabel("t + 1 (GD steps)")
-    ax.set_title(ax.get_title(), fontsize=9)
-    ax.legend(loc="center right", fontsize=7)    # clear of the share, which ends at the top
-    _markers(ax, frames)
-    ax.axvline(now + 1.0, color=COLORS["black"], lw=1.2)
+                     np.asarray(frames.share_min),
+                     topc_rows=np.asarray(frames.topc_rows), mass_mean=None, legend=False)
+    # the curves plot_association drew (share mean, share min, rows), before its level lines
+    curves = [line for line in ax_share.lines[before:]
+              if line.get_label().startswith(("set-mate share", "rows passing"))]
+    curve_y = [np.asarray(line.get_ydata()) for line in curves]
+    ax_share.set_xlim(x[0], x[-1])
+    ax_share.set_xlabel("t + 1 (GD steps)")
+    ax_share.set_title(ax_share.get_title(), fontsize=9)
+    legend_share = ax_share.legend(loc="center right", fontsize=7)  # clear of the share
+    _markers(ax_share, frames)
+    cursor_share = ax_share.axvline(x[0], color=COLORS["black"], lw=1.2)
 
-    ax = fig.add_subplot(gs[0, 4])
+    ax_err = fig.add_subplot(gs[0, 4])
     err = np.asarray(frames.error, dtype=float)
     if frames.bayes:
         y, label = err / frames.bayes, f"{frames.error_label} / Bayes"
-        ax.axhline(1.3, color=COLORS["vermillion"], ls="--", lw=1.0, label="1.3 x Bayes")
-        ax.axhline(1.0, color=COLORS["black"], ls=":", lw=0.8, label="Bayes")
+        ax_err.axhline(1.3, color=COLORS["vermillion"], ls="--", lw=1.0, label="1.3 x Bayes")
+        ax_err.axhline(1.0, color=COLORS["black"], ls=":", lw=0.8, label="Bayes")
     else:
         y, label = err, frames.error_label
     y = np.maximum(y, 1e-300)
-    ax.loglog(x, y, color=COLORS["vermillion"], alpha=0.2, lw=1.0)
-    ax.loglog(x[upto], y[upto], color=COLORS["vermillion"], label=label)
-    ax.set_xlim(x[0], x[-1])
-    ax.set_xlabel("t + 1 (GD steps)")
-    ax.set_title(f"{label} now: {np.interp(now, frames.curve_t, y):.4g}", fontsize=9)
-    _markers(ax, frames)
-    ax.axvline(now + 1.0, color=COLORS["black"], lw=1.2)
-    ax.legend(loc="upper right", fontsize=7)     # the error falls from the top left
+    ax_err.loglog(x, y, color=COLORS["vermillion"], alpha=0.2, lw=1.0)
+    (error_line,) = ax_err.loglog(x, y, color=COLORS["vermillion"], label=label)
+    ax_err.set_xlim(x[0], x[-1])
+    ax_err.set_xlabel("t + 1 (GD steps)")
+    ax_err.set_title(f"{label} now: {y[0]:.4g}", fontsize=9)
+    _markers(ax_err, frames)
+    cursor_err = ax_err.axvline(x[0], color=COLORS["black"], lw=1.2)
+    legend_err = ax_err.legend(loc="upper right", fontsize=7)    # the error falls from the top left
     for ax in fig.axes[2:]:
         # minor ticks of log axes spanning many decades are most of a frame's drawing time
         # and add nothing a moving picture can show
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_locator(NullLocator())
     fig.suptitle(frames.title, fontsize=10)
+
+    def update(k: int) -> list:
+        if not 0 <= k < len(frames.t):
+            raise ValueError(f"frame {k} out of range 0..{len(frames.t) - 1}")
+        now = frames.t[k]
+        upto = frames.curve_t <= now * (1 + 1e-12)
+        A = frames.maps[k]
+        im.set_data(A[np.ix_(order, order)])
+        share = set_mate_share(A, st)
+        rows = int(topc_rows(A, st, relative_to="entry").sum())
+        ax_map.title.set_text(f"t = {now:.3g} steps\nDef. 2.2 in {rows}/{st.D} rows\nshare "
+                              f"{share.mean():.3f} (min {share.min():.3f})")
+        for line, yy in zip(curves, curve_y):
+            line.set_data(x[upto], yy[upto])
+        error_line.set_data(x[upto], y[upto])
+        ax_err.title.set_text(f"{label} now: {np.interp(now, frames.curve_t, y):.4g}")
+        for cursor in (cursor_share, cursor_err):
+            cursor.set_xdata([now + 1.0, now + 1.0])
+        return [im, *separators, ax_map.title, *curves, cursor_share, error_line, cursor_err,
+                ax_err.title]
+
+    return fig, update, (legend_share, legend_err)
+
+
+@styled
+def plot_frame(frames: Frames, k: int):
+    """Frame ``k``: the attention at ``frames.t[k]`` (sets contiguous), the association panel and
+    the error panel up to that time; returns the figure, drawn whole (the reference that
+    :func:`render`'s frames are checked against)."""
+    if not 0 <= k < len(frames.t):
+        raise ValueError(f"frame {k} out of range 0..{len(frames.t) - 1}")
+    fig, update, _ = _build(frames)
+    update(k)
     return fig
+
+
+def _rgb(canvas) -> np.ndarray:
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
 
 @styled
 def render(frames: Frames) -> list[np.ndarray]:
-    """Every frame as an RGB array (height x width x 3, uint8), all of one size."""
+    """Every frame as an RGB array (height x width x 3, uint8), all of one size.
+
+    The figure is drawn once without what changes (its background), and each frame lays the
+    changing artists over a copy of it (blitting): a whole draw costs a third of a second, most
+    of it the text and ticks that every frame shares."""
+    fig, update, legends = _build(frames)
+    fig.set_dpi(DPI)
+    canvas = FigureCanvasAgg(fig)   # drawn with Agg whatever the backend
+    for artist in update(0):
+        artist.set_animated(True)
+    canvas.draw()
+    background = canvas.copy_from_bbox(fig.bbox)
+    # the legends lie over the curves: their pixels are laid back over each frame's curves
+    renderer = canvas.get_renderer()
+    boxes = [canvas.copy_from_bbox(legend.get_window_extent(renderer).expanded(1.0, 1.0)
+                                   .padded(1.0)) for legend in legends]
     out = []
-    for k in range(len(frames.t)):
-        fig = plot_frame(frames, k)
-        fig.set_dpi(DPI)
-        canvas = FigureCanvasAgg(fig)   # drawn with Agg whatever the backend
-        canvas.draw()
-        rgb = np.asarray(canvas.buffer_rgba())[..., :3].copy()
+    try:
+        for k in range(len(frames.t)):
+            canvas.restore_region(background)
+            for artist in update(k):
+                fig.draw_artist(artist)
+            for box in boxes:
+                canvas.restore_region(box)
+            out.append(_rgb(canvas))
+    finally:
         close(fig)
-        out.append(rgb)
     return out
 
 
@@ -300,7 +355,11 @@ def _gif_bytes(images: list[np.ndarray]) -> bytes:
     import io
 
     from PIL import Image
-    pics = [Image.fromarray(im).quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+    # one palette for every frame (no flicker between frames, and a median cut once, not per
+    # frame): cut from the last frame whole and every eighth row of all of them
+    sample = np.concatenate([images[-1]] + [im[::8] for im in images])
+    palette = Image.fromarray(sample).quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+    pics = [Image.fromarray(im).quantize(palette=palette, dither=Image.Dither.NONE)
             for im in images]
     durations = [FRAME_MS] * (len(pics) - 1) + [HOLD_MS]
     buf = io.BytesIO()

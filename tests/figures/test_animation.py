@@ -104,3 +104,50 @@ def test_bad_frames_and_studies_are_refused():
         catalog.animate("grid", None, "unused")
     with pytest.raises(ValueError, match="out of range"):
         animation.plot_frame(f, 3)
+
+
+def _whole(frames, k) -> np.ndarray:
+    """Frame k drawn the slow way: the whole figure, every artist, with Agg."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from patchassoc.figures.style import close
+
+    fig = animation.plot_frame(frames, k)
+    fig.set_dpi(animation.DPI)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    rgb = np.asarray(canvas.buffer_rgba())[..., :3].copy()
+    close(fig)
+    return rgb
+
+
+def test_blitted_frames_match_the_whole_figure():
+    """render lays the moving artists over a background drawn once; each frame must be the
+    whole figure drawn for that frame, up to the draw order (the legends lie over the curves
+    there, opaque here, and the markers under them): measured 0.05 % to 0.18 % of pixels off by
+    more than 40 levels."""
+    result = run_flow(preset("tiny", diagonal="fixed"), 0, t_max=1e4)
+    frames = animation.flow_frames(result, count=6)
+    images = animation.render(frames)
+    assert len(images) == 6 and all(im.shape == images[0].shape for im in images)
+    for k in (0, 3, 5):
+        ref = _whole(frames, k)
+        assert ref.shape == images[k].shape
+        off = np.abs(ref.astype(int) - images[k].astype(int)).max(axis=2) > 40
+        assert off.mean() < 0.005, (k, off.mean())
+    # the frames move: the first and the last differ far more than the tolerance
+    moved = np.abs(images[0].astype(int) - images[5].astype(int)).max(axis=2) > 40
+    assert moved.mean() > 0.02
+
+
+def test_gif_frames_keep_their_colours(tmp_path):
+    """One palette for every frame: each frame read back from the GIF is within a few levels of
+    the rendered one (measured: mean 2.9, at most 47 of 255)."""
+    result = run_flow(preset("tiny", diagonal="fixed"), 0, t_max=1e4)
+    frames = animation.flow_frames(result, count=6)
+    images = animation.render(frames)
+    (path,) = animation.save(frames, tmp_path, "g", mp4=False)
+    with Image.open(path) as gif:
+        for k, im in enumerate(images):
+            gif.seek(k)
+            err = np.abs(np.asarray(gif.convert("RGB")).astype(int) - im.astype(int))
+            assert err.mean() < 6 and err.max() < 80, (k, err.mean(), err.max())
