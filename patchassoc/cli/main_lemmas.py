@@ -5,6 +5,8 @@ reports, for each, whether it was proved, whether the proof is general (symbolic
 instance-only, its scope (the domain of a general proof, or the sizes checked), how many negative
 controls it ran, and how long it took, and writes ``lemmas.json`` to the output folder.
 It exits with status 1 if any lemma is not proved. ``--lemma L4`` (repeatable) proves a subset.
+The lemmas are proved side by side on ``--jobs`` local processes (all cores by default); the
+records do not depend on it, only the seconds do.
 The configuration options are accepted but unused: the proofs are symbolic.
 """
 from __future__ import annotations
@@ -13,6 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from patchassoc.cli.options import positive_int
+from patchassoc.simulations.runtime.executor import default_jobs
 from patchassoc.simulations.runtime.verified import write_summary
 
 NAME = "lemmas"
@@ -27,6 +31,8 @@ def WRITES_OUT(args) -> bool:
 def add_arguments(parser) -> None:
     parser.add_argument("--lemma", dest="lemmas", action="append", default=[], metavar="NAME",
                         help="prove only this lemma (L1 ... L14; repeatable)")
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="J",
+                        help="local processes proving lemmas side by side (default: all cores)")
     parser.add_argument("--no-write", action="store_true",
                         help="do not write lemmas.json to the output folder")
 
@@ -34,7 +40,8 @@ def add_arguments(parser) -> None:
 def run(ctx) -> dict:
     from patchassoc.simulations.studies.claim4_lemmas import prove  # sympy loads on use
 
-    summary = prove(ctx.args.lemmas or None, log=ctx.log)
+    jobs = default_jobs() if ctx.args.jobs is None else ctx.args.jobs
+    summary = prove(ctx.args.lemmas or None, log=ctx.log, jobs=jobs)
     if not ctx.args.no_write:
         path = write_summary(Path(ctx.out) / "lemmas.json", summary)
         summary["out"] = str(path)

@@ -185,13 +185,19 @@ def test_group_convention_matches_structure():
 
 
 # -- the command -------------------------------------------------------------------------------
-def test_command_run_render_and_json(tmp_path):
+def test_command_run_render_and_json(tmp_path, records):
+    """Two lemmas on a pool of two processes: in order, and the same records as proved in this
+    process (the module's fixture), but for the seconds."""
     from patchassoc.cli import main_lemmas as cmd
-    ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L5", "L1"], no_write=False),
+    ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L5", "L1"], no_write=False,
+                                                        jobs=2),
                                 out=tmp_path, log=lambda msg: None)
     summary = cmd.run(ctx)
     assert summary["all_proved"] is True and "exit_status" not in summary
     assert [r["name"] for r in summary["lemmas"]] == ["L1", "L5"]
+    for r in summary["lemmas"]:
+        here = records[r["name"]].to_dict()
+        assert {**r, "seconds": 0} == {**here, "seconds": 0}
     saved = json.loads((tmp_path / "lemmas.json").read_text())
     assert saved["all_proved"] is True and saved["n_lemmas"] == 2
     text = cmd.render(summary)
@@ -206,7 +212,7 @@ def test_command_reports_failure(tmp_path, monkeypatch):
 
     fake = _core.lemma("L1", "broken", "s", "m", registry=None)(fails)
     monkeypatch.setitem(lemmas.LEMMAS, "L1", fake)
-    ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L1"], no_write=True),
+    ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L1"], no_write=True, jobs=None),
                                 out=tmp_path, log=lambda msg: None)
     summary = cmd.run(ctx)
     assert summary["all_proved"] is False and summary["exit_status"] == 1
@@ -217,10 +223,10 @@ def test_reproduce_step(tmp_path, records, monkeypatch):
     from patchassoc.simulations.studies import claim4_lemmas
     from patchassoc.theory.config import preset
 
-    def cached(selection=None, progress=None):  # the module fixture already ran every proof
-        return list(records.values())
+    def cached(name):  # the module fixture already ran every proof
+        return records[name]
 
-    monkeypatch.setattr(claim4_lemmas, "prove_all", cached)
+    monkeypatch.setattr(claim4_lemmas, "prove_lemma", cached)
     summary = claim4_lemmas.STUDY.run(tmp_path, preset("tiny"), 0, True, False).summary
     assert summary["all_proved"] is True and summary["figures"] == []
     saved = json.loads((tmp_path / "lemmas.json").read_text())

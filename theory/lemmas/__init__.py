@@ -50,7 +50,7 @@ from patchassoc.theory.lemmas.invariant_algebra import prove_L14
 from patchassoc.theory.lemmas.softmax import prove_L1, prove_L2
 from patchassoc.theory.lemmas.symmetry import prove_L3, prove_L4
 
-__all__ = ["LemmaRecord", "Proof", "is_zero", "LEMMAS", "names", "prove", "prove_all",
+__all__ = ["LemmaRecord", "Proof", "is_zero", "LEMMAS", "names", "select", "prove", "prove_all",
            "prove_L1", "prove_L2", "prove_L3", "prove_L4", "prove_L5", "prove_L6", "prove_L7",
            "prove_L8", "prove_L9", "prove_L10", "prove_L11", "prove_L12", "prove_L13",
            "prove_L14"]
@@ -77,17 +77,23 @@ def prove(name: str) -> LemmaRecord:
     return LEMMAS[key]()
 
 
+def select(selection=None) -> list[str]:
+    """The lemma names of ``selection`` (all by default; case-insensitive, repeats dropped), in
+    order, L1 first; ``ValueError`` naming an unknown one."""
+    chosen = names() if not selection else [s.strip().upper() for s in selection]
+    for key in chosen:
+        if key not in LEMMAS:
+            raise ValueError(f"unknown lemma {key!r}; known: {', '.join(LEMMAS)}")
+    return sorted(dict.fromkeys(chosen), key=_order)
+
+
 def prove_all(selection=None, progress=None) -> list[LemmaRecord]:
     """Prove the lemmas named in ``selection`` (all by default), in order.
 
     ``progress``, if given, is called with each record as soon as it is done.
     """
-    chosen = names() if not selection else [s.strip().upper() for s in selection]
-    for key in chosen:
-        if key not in LEMMAS:
-            raise ValueError(f"unknown lemma {key!r}; known: {', '.join(LEMMAS)}")
     records = []
-    for key in sorted(dict.fromkeys(chosen), key=_order):
+    for key in select(selection):
         record = LEMMAS[key]()
         records.append(record)
         if progress is not None:
