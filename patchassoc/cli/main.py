@@ -446,13 +446,17 @@ def _resume_hint(argv: Sequence[str]) -> str:
 
 
 def _interrupted_line(exc: BaseException | None, argv: Sequence[str], out: Path | None) -> str:
+    """The one line of an interrupted command: what the runtime said was finished, else what is
+    in ``out`` (None: the command writes nothing there, e.g. ``lemmas --no-write``)."""
     inner = exc
     while inner is not None and not isinstance(inner, Interrupted):
         inner = inner.__cause__ or inner.__context__
     if inner is not None and str(inner):
         what = str(inner)
+    elif out is None:
+        what = "nothing was written"
     else:
-        what = "what finished was kept" + (f" in {out}" if out is not None else "")
+        what = f"what finished was kept in {out}"
     return f"patchassoc: interrupted: {what}; {_resume_hint(argv)}"
 
 
@@ -690,7 +694,8 @@ def _main(argv: list[str], signals: _Signals) -> int:
                     f"{_resume_hint(argv)}")
         else:
             _record_provenance(mod, args, out, 128 + int(_SIGNAL["number"]))
-            line = _interrupted_line(exc, argv, out)
+            writes = mod is not None and args is not None and _writes_out(mod, args)
+            line = _interrupted_line(exc, argv, out if writes else None)
         print(line, file=sys.stderr)
         return 128 + int(_SIGNAL["number"])
     finally:

@@ -437,6 +437,26 @@ def test_commands_that_write_nothing_there_never_touch_patchassoc_out(read_only_
     assert list(read_only_cwd.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv", [["lemmas", "--no-write", "--quiet"],
+                                  ["population-eval", "--preset", "tiny", "--alpha", "1", "--a",
+                                   "1", "--b", "0", "--c", "0", "--quiet"]])
+def test_a_ctrl_c_in_a_command_that_writes_nothing_says_so(capsys, monkeypatch, tmp_path, argv):
+    """Ctrl-C in lemmas --no-write said "what finished was kept in patchassoc-out/lemmas", a
+    folder it never makes."""
+    from patchassoc.cli import main_lemmas, main_population_eval
+
+    def interrupted(ctx):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(main_lemmas, "run", interrupted)
+    monkeypatch.setattr(main_population_eval, "run", interrupted)
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 130
+    assert _lines(capsys.readouterr().err) == [
+        "patchassoc: interrupted: nothing was written; to resume, run the same command again: "
+        f"patchassoc {' '.join(argv)}"]
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv", [
     ["population", "--steps", "0", "--animate"],
     ["train", "--set", "steps=0", "--animate"],
