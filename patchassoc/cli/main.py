@@ -627,15 +627,16 @@ def _main(argv: list[str], signals: _Signals) -> int:
     mod = args = None
     dask = None
     created: list[Path] = []
+    notices: list[str] = []
     try:
         parser, commands = build_parser(next((a for a in argv if not a.startswith("-")), ""))
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help(sys.stderr)
             return 2
-        for line in deprecation_notices(args):      # an old option name: one line each
-            if not args.quiet:
-                print(line, file=sys.stderr, flush=True)
+        # an old option name: one line each once the command has run, or folded into its
+        # error line (a failing command says one line); none under --quiet
+        notices = [] if args.quiet else deprecation_notices(args)
         argv = current_argv(args.command, argv)     # a resume hint shows the new names
         if args.quiet or args.json:
             signals.silence_warnings()
@@ -682,7 +683,8 @@ def _main(argv: list[str], signals: _Signals) -> int:
             what = f"out of memory: {exc or 'allocation failed'}"
         else:
             what = str(exc)
-        print(f"patchassoc: error: {what}", file=sys.stderr)
+        print(f"patchassoc: error: {what}" + "".join(
+            f"; note: {line.removeprefix('patchassoc: ')}" for line in notices), file=sys.stderr)
         _remove_if_empty(created)
         return exit_status(exc)
     except BaseException as exc:  # Ctrl-C or SIGTERM, also when it reached a Numba kernel
@@ -708,5 +710,7 @@ def _main(argv: list[str], signals: _Signals) -> int:
             # the run stopped on Ctrl-C (or SIGTERM) and kept what it recorded (said above)
             status = 128 + int(_SIGNAL["number"])
     _record_provenance(mod, args, out, status)
+    for line in notices:
+        print(line, file=sys.stderr, flush=True)
     printed = _print_summary(mod, args, summary)
     return printed or status

@@ -496,16 +496,22 @@ def test_an_attention_of_huge_entries_is_refused_without_a_warning(capsys, tmp_p
     assert line == "patchassoc: error: attention entries must lie in [0, 1]; entry (0, 0) is 1e+308"
 
 
-def test_check_validates_the_vit_folder_before_computing(capsys, monkeypatch, tmp_path):
+@pytest.mark.parametrize("option, note", [
+    ("--vit-from", ""),
+    # the issue's own words: the deprecated name, its notice folded into the one line
+    ("--vit", "; note: --vit is deprecated; use --vit-from (it goes in 0.2)")])
+def test_check_validates_the_vit_folder_before_computing(capsys, monkeypatch, tmp_path, option,
+                                                         note):
     """check --no-train --vit /empty computed for 29 s before it rejected the folder."""
     from patchassoc.simulations.studies import registry
     monkeypatch.setattr(registry, "collect_live",
                         lambda *a, **k: pytest.fail("computed before checking"))
     (tmp_path / "empty").mkdir()
-    line = _one_error(capsys, ["check", "--no-train", "--vit-from", str(tmp_path / "empty"),
+    line = _one_error(capsys, ["check", "--no-train", option, str(tmp_path / "empty"),
                                "--out", str(tmp_path / "o")])
     assert line == (f"patchassoc: error: no `patchassoc vit` result in {tmp_path / 'empty'} "
-                    f"(summary.json expected: the folder given to `patchassoc vit --out`)")
+                    f"(summary.json expected: the folder given to `patchassoc vit --out`)"
+                    + note)
     assert not (tmp_path / "o").exists()
 
 

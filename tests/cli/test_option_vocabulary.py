@@ -144,12 +144,13 @@ def test_a_deprecated_option_is_its_new_name_hidden_with_one_line(command, old, 
 
 
 def test_the_deprecation_line_is_printed_once_and_not_under_quiet(tmp_path, capsys):
-    """Through the command line: the notice, then the command behaves as with the new name
-    (here its own error about the value, naming the new option)."""
+    """Through the command line: the command behaves as with the new name (here its own error
+    about the value, naming the new option), and a failing command's one line carries the
+    notice (issue 39: one line, even for `check --vit /empty`)."""
     assert main(["grid", "--max-D", "3", "--out", str(tmp_path / "g")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["patchassoc: --max-D is deprecated; use --max-patches (it goes in 0.2)",
-                   "patchassoc: error: --max-patches must lie in 4..48"]
+    assert err == ["patchassoc: error: --max-patches must lie in 4..48; note: --max-D is "
+                   "deprecated; use --max-patches (it goes in 0.2)"]
     assert main(["grid", "--max-D", "3", "--quiet", "--out", str(tmp_path / "g")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "patchassoc: error: --max-patches must lie in 4..48"]
