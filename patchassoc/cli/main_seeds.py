@@ -125,7 +125,8 @@ def render_flows(s: dict) -> str:
     for x in s["seeds"]:
         lines.append(f"  seed {x['seed']}: {x['status']}; class {x['limit_class']} (slope of "
                      f"min u {num(x['slope_u_min'], '.3f')} per ln t); at T share min "
-                     f"{num(x['share_min'], '.4f')}, test error {num(x['test_error'], '.4%')}, "
+                     f"{num(x['share_min'], '.4f')}, test error "
+                     f"{num(x['test_error'], '.4%', nonfinite='not computed')}, "
                      f"Def. 2.2 {x['topc_rows']} rows -> {'pass' if x['passed'] else 'FAIL'}; "
                      f"time to the rule {_t(x['time_to_rule'])}")
     gd = s.get("budget_readings")

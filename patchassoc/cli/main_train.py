@@ -92,7 +92,8 @@ def render_flow(s: dict) -> str:
         limit,
         f"  {where}: Def. 2.2 in {h['topc_rows']}/{s['D']} rows, share min "
         f"{num(h.get('share_min'), '.4f')} (mean {num(h.get('share_mean'), '.4f')}), test "
-        f"error {num(h.get('test_error'), '.4%')} (limit {s['error_limit']:.4%}), training "
+        f"error {num(h.get('test_error'), '.4%', nonfinite='not computed')} (limit "
+        f"{s['error_limit']:.4%}), training "
         f"loss {num(h.get('train_loss'), '.3g')}, alpha {num(h.get('alpha'), '.4f')}, "
         f"non-invariant part of Q {num(h.get('q_residual'), '.4g')}",
         f"  time for good: Def. 2.2 {_when(t, 'def22')}; share >= {s['share_level']:g} "

@@ -214,10 +214,10 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         ``status`` is ``"ok"``, ``"solver failed at t = ..."``, ``"non-finite at t = ..."``,
         ``"stalled at t = ..."`` (too many evaluations between two records,
         :func:`~patchassoc.simulations.engines.population.flow.stall_guard`) or
-        ``"interrupted at t = ..."`` (or ``"interrupted while the test errors were computed
-        ..."``, after the integration: they are then left NaN); what was recorded up to then
-        is kept, whole, and :attr:`SampledFlowTrajectory.reached` says whether the horizon was
-        reached.
+        ``"interrupted at t = ... (the test errors were not computed: NaN)"`` (or
+        ``"interrupted while the test errors were computed ..."``, after the integration: they
+        are then left NaN too); what was recorded up to then is kept, whole, and
+        :attr:`SampledFlowTrajectory.reached` says whether the horizon was reached.
     """
     t_max = _check_options(t_max, per_decade, method, jacobian,
                            {"eta_v": eta_v, "eta_Q": eta_Q, "rtol": rtol, "atol": atol})
@@ -345,7 +345,10 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         bar.close()
     whole_records(rows)
 
-    if test_data is not None and rows["t"]:
+    if test_data is not None and rows["t"] and status.startswith("interrupted"):
+        # Ctrl-C stops the command now: the pass below can take longer than the flow
+        status += " (the test errors were not computed: NaN)"
+    elif test_data is not None and rows["t"]:
         # one pass over the test sample for every record; it can take longer than the flow, so
         # an interruption here keeps the records (their test errors left NaN) and says so
         try:
