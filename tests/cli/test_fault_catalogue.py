@@ -36,20 +36,13 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
-def _default_sigint() -> None:
-    """In the child: Ctrl-C at its default. A shell starts a background job with SIGINT ignored,
-    and Python then installs no handler: a test run in the background sent its signals to a
-    command that could not receive them."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _run(args, cwd, timeout=SECONDS, python_code=False):
     """The command in a fresh interpreter: (status, stdout, stderr lines, seconds). With
     ``python_code`` the arguments are the interpreter's (``-c CODE ...``, ``-m MODULE ...``)."""
     t0 = time.monotonic()
     head = [sys.executable] if python_code else [sys.executable, "-m", "patchassoc"]
     proc = subprocess.run([*head, *args], capture_output=True, text=True, cwd=cwd, env=_env(),
-                          timeout=timeout, preexec_fn=_default_sigint)
+                          timeout=timeout)
     return proc.returncode, proc.stdout, _lines(proc.stderr), time.monotonic() - t0
 
 
@@ -231,8 +224,7 @@ def test_an_interruption_before_the_first_record_reads_undetermined(capsys, monk
 
 def _start(args, cwd):
     return subprocess.Popen([sys.executable, "-m", "patchassoc", *args], cwd=cwd, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for(path: Path, proc, seconds=SECONDS) -> None:
@@ -274,8 +266,7 @@ def test_a_signal_before_anything_is_written_leaves_no_empty_out(tmp_path, sig, 
     out = tmp_path / "a" / "b"
     args = ["train", "--preset", "tiny", "--out", str(out), "--quiet"]
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_RUN, *args], cwd=tmp_path, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(out, proc)
     time.sleep(0.3)
     proc.send_signal(sig)

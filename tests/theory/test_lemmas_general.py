@@ -256,7 +256,8 @@ def test_claim4_counts_only_general_proofs():
 
 def test_command_prints_the_scope_column(tmp_path):
     from patchassoc.cli import main_lemmas as cmd
-    ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L12", "L13"], no_write=True),
+    ctx = types.SimpleNamespace(args=argparse.Namespace(lemmas=["L12", "L13"], no_write=True,
+                                                        jobs=1),
                                 out=tmp_path, log=lambda msg: None)
     summary = cmd.run(ctx)
     assert summary["n_general"] == 2 and summary["instance_only"] == []
