@@ -281,8 +281,6 @@ def _build(frames: Frames):
     fig.suptitle(frames.title, fontsize=10)
 
     def update(k: int) -> list:
-        if not 0 <= k < len(frames.t):
-            raise ValueError(f"frame {k} out of range 0..{len(frames.t) - 1}")
         now = frames.t[k]
         upto = frames.curve_t <= now * (1 + 1e-12)
         A = frames.maps[k]
@@ -335,8 +333,8 @@ def render(frames: Frames) -> list[np.ndarray]:
     background = canvas.copy_from_bbox(fig.bbox)
     # the legends lie over the curves: their pixels are laid back over each frame's curves
     renderer = canvas.get_renderer()
-    boxes = [canvas.copy_from_bbox(legend.get_window_extent(renderer).expanded(1.0, 1.0)
-                                   .padded(1.0)) for legend in legends]
+    boxes = [canvas.copy_from_bbox(legend.get_window_extent(renderer).padded(1.0))
+             for legend in legends]
     out = []
     try:
         for k in range(len(frames.t)):

@@ -345,12 +345,12 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         bar.close()
     whole_records(rows)
 
+    # one pass over the test sample for every record; it can take longer than the flow, so it
+    # is skipped after Ctrl-C (the command stops now), and an interruption during it keeps the
+    # records; either way their test errors stay NaN, and the status says so
     if test_data is not None and rows["t"] and status.startswith("interrupted"):
-        # Ctrl-C stops the command now: the pass below can take longer than the flow
         status += " (the test errors were not computed: NaN)"
     elif test_data is not None and rows["t"]:
-        # one pass over the test sample for every record; it can take longer than the flow, so
-        # an interruption here keeps the records (their test errors left NaN) and says so
         try:
             rows["test_error"] = list(_test_errors(test_X, test_y, np.asarray(rows["v"]),
                                                    np.asarray(rows["Q"]), p, nu))
