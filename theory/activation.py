@@ -43,6 +43,7 @@ SPEC section 2 (the model); ``docs/exact_engine.md`` section 3 (the bounds' assu
 """
 from __future__ import annotations
 
+import functools
 import math
 
 __all__ = ["act", "act_prime", "act_second", "act_pair", "act_pair_chain", "act_symbolic",
@@ -120,8 +121,20 @@ def largest_argument(p: int, nu: float, count: float = 1.0) -> float:
     Returns
     -------
     float
+
+    Notes
+    -----
+    It depends on (p, nu, count) only, and is computed once for each (a bisection of about 50
+    evaluations of the bound in Python): the engines refuse an argument against it at every
+    evaluation (:func:`check_range`).
     """
     p, nu = check_parameters(p, nu)
+    return _largest_argument(p, nu, float(count))
+
+
+@functools.lru_cache(maxsize=1024)
+def _largest_argument(p: int, nu: float, count: float) -> float:
+    """:func:`largest_argument` for validated (p, nu) and a float count, cached."""
     limit = _LOG_MAX - math.log(HEADROOM)
     if _log_terms(0.0, p, nu, count) > limit:
         return 0.0

@@ -174,3 +174,40 @@ def test_the_scan_finds_a_formula():
     for src in ("f = z ** p + nu * z", "g = p * t ** (p - 1) + nu", "a = nu*t + t**p"):
         assert _formula_sites(ast.parse(src)), src
     assert _formula_sites(ast.parse(Path(act_mod.__file__).read_text()))
+
+
+def test_largest_argument_is_found_once_per_activation_not_per_evaluation(monkeypatch):
+    """Issue 46: the overflow refusal's bisection (about 50 evaluations of the bound in Python)
+    ran on every call of the exact engine's :func:`evaluate` and made one evaluation at D = 12
+    six times slower. It depends on (p, nu, count) only: it is computed once for each, and every
+    evaluation is refused against the stored value. A work count, not a timing: the number of
+    evaluations of the bound over many evaluations. (A trajectory's :class:`Evaluator` checks
+    its problem once and never calls it.)"""
+    from patchassoc.simulations.engines.population.exact import Evaluator, evaluate
+
+    calls = []
+    real = act_mod._log_terms
+    monkeypatch.setattr(act_mod, "_log_terms", lambda *a: calls.append(a) or real(*a))
+    act_mod._largest_argument.cache_clear()
+    # a (p, nu) no other test uses
+    for i in range(40):
+        evaluate(2, 2, 0.3, 7, 0.0175, 0.5 + 0.01 * i, 1.0, 0.2, 0.0)
+    one = len(calls)
+    assert 0 < one <= 80   # one bisection, for (p, nu, D) = (7, 0.0175, 4), not 40
+    # the refusal still holds, with no new bisection
+    with pytest.raises(ValueError, match="overflows float64"):
+        evaluate(2, 2, 0.3, 7, 0.0175, 1e300, 1.0, 0.2, 0.0)
+    assert len(calls) == one
+    ev = Evaluator(2, 2, 0.3, 7, 0.0175)
+    for i in range(10):
+        ev(0.5 + 0.01 * i, 1.0, 0.2, 0.0)
+    assert len(calls) == one
+
+
+def test_cached_largest_argument_equals_a_fresh_bisection():
+    """The cache returns the bisection's own number, for each (p, nu, count)."""
+    for p, nu, count in [(3, 0.0, 1.0), (5, 0.03, 16.0), (7, 1.5, 64.0), (5, 1e300, 4.0)]:
+        cached = act_mod.largest_argument(p, nu, count)
+        fresh = act_mod._largest_argument.__wrapped__(p, nu, count)
+        assert cached == fresh
+        assert act_mod.largest_argument(p, nu, int(count)) == fresh
