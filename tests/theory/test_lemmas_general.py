@@ -107,6 +107,87 @@ def test_sum_deltas_needs_a_declared_range():
         alg.sum_deltas(expr, {k: n + 1})
 
 
+def _old_sum_deltas(expr, bounds):
+    """The helper before issue 48: it substituted on any delta among ``term.atoms``, nested in a
+    function or not (kept here to show the mistake)."""
+    def visit(x):
+        idx, lo, hi = x.limits[0]
+        out = []
+        for term in sp.Add.make_args(sp.expand(x.function)):
+            deltas = [kd for kd in term.atoms(sp.KroneckerDelta) if idx in kd.args]
+            if not deltas:
+                out.append(sp.Sum(term, (idx, lo, hi)))
+                continue
+            other = deltas[0].args[1] if deltas[0].args[0] == idx else deltas[0].args[0]
+            out.append(term.xreplace({deltas[0]: 1}).xreplace({idx: other}))
+        return sp.Add(*out)
+    return expr.replace(lambda x: isinstance(x, sp.Sum), visit)
+
+
+def test_sum_deltas_lifts_a_nested_delta():
+    # sum_k exp(delta(k, x)) g_k = e g_x + sum_{k != x} g_k; the old helper said e g_x
+    n = sp.Symbol("n", integer=True, positive=True)
+    k, x = sp.symbols("k x", integer=True, nonnegative=True)
+    g = sp.IndexedBase("g")
+    expr = sp.Sum(sp.exp(sp.KroneckerDelta(k, x)) * g[k], (k, 0, n - 1))
+    old, new = _old_sum_deltas(expr, {x: n}), alg.sum_deltas(expr, {x: n})
+    assert old == sp.E * g[x]
+    assert sp.expand(new - (sp.E * g[x] - g[x] + sp.Sum(g[k], (k, 0, n - 1)))) == 0
+    # the truth, summed term by term at n = 3, x = 1, g = (2, 3, 5)
+    values = {g[0]: 2, g[1]: 3, g[2]: 5}
+    truth = sum(sp.exp(int(kk == 1)) * values[g[kk]] for kk in range(3))
+    at = {n: 3, x: 1}
+
+    def value(e):
+        return e.xreplace(at).doit().xreplace(values)
+
+    assert truth == 7 + 3 * sp.E
+    assert sp.expand(value(new) - truth) == 0
+    assert sp.expand(value(old) - truth) == -7          # the terms k != x were lost
+
+
+def test_sum_deltas_declares_outer_indices_and_distinct_pairs():
+    n = sp.Symbol("n", integer=True, positive=True)
+    k, m, p, q = sp.symbols("k m p q", integer=True, nonnegative=True)
+    g = sp.IndexedBase("g")
+    KD = sp.KroneckerDelta
+    # m is the index of the enclosing sum: declared with its range [0, n)
+    inner = sp.Sum(sp.Sum(KD(k, m) * g[k, m], (k, 0, n - 1)), (m, 0, n - 1))
+    assert alg.sum_deltas(inner, {}) == sp.Sum(g[m, m], (m, 0, n - 1))
+    # the same written as one Sum with two limits (sympy's merged form)
+    assert alg.sum_deltas(sp.Sum(KD(k, m) * g[k, m], (k, 0, n - 1), (m, 0, n - 1)), {}) \
+        == sp.Sum(g[m, m], (m, 0, n - 1))
+    # an outer index of another range is refused: sum_{k < C} delta(k, m) is [m < C], not 1
+    with pytest.raises(ValueError, match="cannot sum"):
+        alg.sum_deltas(sp.Sum(sp.Sum(KD(k, m) * g[k, m], (k, 0, alg.C - 1)),
+                              (m, 0, alg.L - 1)), {})
+    # delta(k, p) delta(k, q) sums to delta(p, q): 0 when p, q are declared distinct
+    both = sp.Sum(KD(k, p) * KD(k, q) * g[k], (k, 0, n - 1))
+    assert alg.sum_deltas(both, {p: n, q: n}) == KD(p, q) * g[q]
+    assert alg.sum_deltas(both, {p: n, q: n}, distinct=[(p, q)]) == 0
+    # a transposition by cases: sum_k h(tau(k)) = sum_k h(k)
+    h = sp.Function("h")
+    cases = KD(k, p) * h(q) + KD(k, q) * h(p) + (1 - KD(k, p) - KD(k, q)) * h(k)
+    assert alg.sum_deltas(sp.Sum(cases, (k, 0, n - 1)), {p: n, q: n}, [(p, q)]) \
+        == sp.Sum(h(k), (k, 0, n - 1))
+
+
+def test_normal_deltas_and_delta_cases():
+    a, b, p, q = sp.symbols("a b p q", integer=True, nonnegative=True)
+    g, h = sp.IndexedBase("g"), sp.Function("h")
+    KD = sp.KroneckerDelta
+    # delta(a, p) g(a) -> delta(a, p) g(p), whichever side g holds
+    assert alg.normal_deltas(KD(a, p) * g[a]) == KD(a, p) * g[p]
+    assert alg.normal_deltas(KD(a, p) * g[p]) == KD(a, p) * g[p]
+    # a chain: one representative for the class {a, b, p}
+    assert alg.normal_deltas(KD(a, b) * KD(b, p) * g[a, b]) == KD(a, p) * KD(b, p) * g[p, p]
+    assert alg.normal_deltas(KD(a, p) * KD(a, q) * g[a], alg._zero_facts([(p, q)])) == 0
+    # h(delta) lifted: delta h(1) + (1 - delta) h(0)
+    got = alg.delta_cases(h(KD(a, p) * g[a]), [a])
+    assert sp.expand(got - (KD(a, p) * h(g[p]) + h(0) - KD(a, p) * h(0))) == 0
+    assert alg.delta_cases(h(KD(b, p)), [a]) == h(KD(b, p))    # not an index asked for
+
+
 def test_indexed_apply_closed_form():
     P, Qs, R = sp.symbols("P Q_s R")
     KD = sp.KroneckerDelta
