@@ -8,6 +8,7 @@ are proved here (the full set runs once in test_lemmas.py).
 from __future__ import annotations
 
 import argparse
+import itertools
 import types
 
 import numpy as np
@@ -170,6 +171,37 @@ def test_sum_deltas_declares_outer_indices_and_distinct_pairs():
     cases = KD(k, p) * h(q) + KD(k, q) * h(p) + (1 - KD(k, p) - KD(k, q)) * h(k)
     assert alg.sum_deltas(sp.Sum(cases, (k, 0, n - 1)), {p: n, q: n}, [(p, q)]) \
         == sp.Sum(h(k), (k, 0, n - 1))
+
+
+def test_sum_deltas_agrees_with_explicit_sums():
+    # nested deltas in functions, in an inner sum, in a denominator, products of deltas: the
+    # helper's answer at n = 3 equals the sum taken term by term, for every value of the free
+    # indices (p, q distinct where declared so)
+    n = sp.Symbol("n", integer=True, positive=True)
+    k, j, p, q = sp.symbols("k j p q", integer=True, nonnegative=True)
+    g, h = sp.IndexedBase("g"), sp.IndexedBase("h")
+    KD = sp.KroneckerDelta
+    exprs = [
+        sp.Sum(sp.exp(KD(k, p) * g[k] + KD(k, q)) * h[k], (k, 0, n - 1)),
+        sp.Sum(g[k] / (1 + KD(k, p) * sp.Sum(h[j] * KD(j, q) + h[j], (j, 0, n - 1))),
+               (k, 0, n - 1)),
+        sp.Sum(sp.Sum(sp.exp(KD(j, k) * g[j] + KD(k, p) * h[j]), (j, 0, n - 1)) * KD(k, q),
+               (k, 0, n - 1)),
+        sp.Sum(KD(k, p) * KD(k, q) * g[k] + (1 - KD(k, p)) * sp.exp(KD(k, q) * h[k]),
+               (k, 0, n - 1)),
+    ]
+    values = {**{g[i]: sp.Rational(i + 2, 3) for i in range(3)},
+              **{h[i]: sp.Rational(2 * i + 1, 5) for i in range(3)}}
+    for expr in exprs:
+        for distinct in ((), ((p, q),)):
+            got = alg.sum_deltas(expr, {p: n, q: n}, distinct)
+            for pv, qv in itertools.product(range(3), repeat=2):
+                if distinct and pv == qv:
+                    continue
+                at = {n: 3, p: pv, q: qv}
+                want = expr.subs(at).doit().xreplace(values)
+                value = got.subs(at).doit().xreplace(values)
+                assert sp.simplify(value - want) == 0, (expr, distinct, pv, qv)
 
 
 def test_normal_deltas_and_delta_cases():

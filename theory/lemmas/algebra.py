@@ -363,15 +363,24 @@ def _zero_facts(distinct) -> dict:
 
 
 def _tidy(expr, zeros: dict):
-    """``expr`` with the deltas of ``zeros`` set to 0, delta^n = delta (n >= 1), and a sum of 0
-    (left by a lifted delta set to 0) dropped."""
-    expr = expr.xreplace(zeros).replace(
-        lambda z: isinstance(z, sp.Pow) and isinstance(z.base, KD) and z.exp.is_positive,
-        lambda z: z.base)
-    if expr.has(sp.Sum):
-        expr = expr.replace(lambda z: isinstance(z, sp.Sum) and z.function == 0,
-                            lambda z: sp.Integer(0))
+    """``expr`` with the deltas of ``zeros`` set to 0, and delta^n = delta (n >= 1) among its
+    factors (a power of a delta arises only from a product of direct factors; one inside a
+    function goes when that delta is lifted)."""
+    if zeros:
+        expr = expr.xreplace(zeros)
+    factors = sp.Mul.make_args(expr)
+    if any(isinstance(f, sp.Pow) and isinstance(f.base, KD) for f in factors):
+        expr = sp.Mul(*[f.base if isinstance(f, sp.Pow) and isinstance(f.base, KD)
+                        and f.exp.is_positive else f for f in factors])
     return expr
+
+
+def _drop_empty_sums(expr):
+    """A sum of 0 (left where a lifted delta is set to 0) is 0."""
+    if not expr.has(sp.Sum):
+        return expr
+    return expr.replace(lambda z: isinstance(z, sp.Sum) and z.function == 0,
+                        lambda z: sp.Integer(0))
 
 
 def _substitute(expr, mapping: dict):
@@ -386,11 +395,28 @@ def _substitute(expr, mapping: dict):
     return expr.xreplace(mapping)
 
 
+def _products(expr) -> list:
+    """The terms of ``expr`` with every product distributed over every sum, but nothing inside a
+    function's arguments touched (``expand_mul(deep=False)`` stops one level down:
+    a (b + c (d + e)) stays a b + a c (d + e); ``expand_mul`` also rewrites the arguments)."""
+    if isinstance(expr, sp.Add):
+        return [t for x in expr.args for t in _products(x)]
+    if isinstance(expr, sp.Mul):
+        out = [sp.Integer(1)]
+        for factor in expr.args:
+            out = [x * y for x in out for y in _products(factor)]
+        return out
+    if isinstance(expr, sp.Pow) and isinstance(expr.base, sp.Add) and expr.exp.is_Integer \
+            and expr.exp > 1:
+        return _products(sp.Mul(*[expr.base] * int(expr.exp), evaluate=False))
+    return [expr]
+
+
 def _lifted(expr, chosen, zeros):
     """The terms of ``expr`` (expanded over products) with every delta selected by ``chosen``
     that sits inside a function lifted to a direct factor: g(delta) = delta g(1) +
     (1 - delta) g(0). Deltas are lifted one at a time, in sympy's sort order."""
-    pending = list(sp.Add.make_args(sp.expand_mul(expr)))
+    pending = list(sp.Add.make_args(sp.Add(*_products(expr))))
     out = []
     while pending:
         term = _tidy(pending.pop(), zeros)
@@ -403,9 +429,14 @@ def _lifted(expr, chosen, zeros):
             out.append(term)
             continue
         kd = nested[0]
-        split = kd * term.xreplace({kd: sp.Integer(1)}) + (1 - kd) * term.xreplace(
-            {kd: sp.Integer(0)})
-        pending.extend(sp.Add.make_args(sp.expand_mul(split)))
+        one = term.xreplace({kd: sp.Integer(1)})
+        if all(isinstance(x, sp.Symbol) for x in kd.args):
+            # where delta(a, b) = 1, a = b: write the branch with one of them at once, so that
+            # the other deltas it is in resolve now (delta(a, c) -> delta(b, c)), not by more lifts
+            rep = max(kd.args, key=sp.default_sort_key)
+            one = _substitute(one, {x: rep for x in kd.args if x != rep})
+        split = kd * one + (1 - kd) * _drop_empty_sums(term.xreplace({kd: sp.Integer(0)}))
+        pending.extend(_products(split))
     return out
 
 
