@@ -272,6 +272,35 @@ def test_control_that_does_not_vanish_passes():
     assert r.proved and r.controls == 1 and r.general and r.scope == "all"
 
 
+def test_exactly_nonzero():
+    e = sp.exp
+    assert _core.exactly_nonzero(sp.Rational(-3, 7))
+    assert not _core.exactly_nonzero(sp.Integer(0))
+    assert _core.exactly_nonzero(e(sp.Rational(1, 3)) - e(sp.Rational(1, 2)))
+    assert not _core.exactly_nonzero(e(sp.Rational(1, 2)) ** 2 - sp.E)      # e^(1/2)^2 = e
+    assert not _core.exactly_nonzero(e(2) * e(-2) - 1)
+    assert not _core.exactly_nonzero(sp.pi)              # not decided: not a witness
+    assert not _core.exactly_nonzero(sp.Symbol("x"))
+
+
+def test_control_witness_decides():
+    x = sp.Symbol("x")
+    g = sp.Function("g")
+
+    def body(value):
+        def run(proof):
+            proof.zero(x - x, "trivial")
+            proof.control(g(x) - x, "g(x) != x", witness=lambda e: value)
+        return run
+
+    r = _run(body(sp.exp(sp.Rational(1, 3)) - 1))
+    assert r.proved and r.controls == 1
+    r = _run(body(sp.exp(sp.Rational(1, 2)) ** 2 - sp.E))
+    assert not r.proved
+    assert r.failures == ("negative control not shown non-zero at its witness point (0): "
+                          "g(x) != x",)
+
+
 # -- single lemmas: scope, controls, and the facts they rest on --------------------------------
 @pytest.mark.parametrize("name", ["L12", "L13"])
 def test_new_lemmas_are_general_with_controls(name):
