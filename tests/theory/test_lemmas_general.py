@@ -313,9 +313,9 @@ def test_new_lemmas_are_general_with_controls(name):
 def test_every_lemma_declares_its_scope():
     general = [name for name, fn in lemmas.LEMMAS.items() if fn.general]
     assert len(lemmas.LEMMAS) == 14
-    assert len(general) == 13 and "L4" not in general
+    assert general == list(lemmas.LEMMAS)          # L4 too, since issue 48
     assert all(fn.scope for fn in lemmas.LEMMAS.values())
-    assert lemmas.LEMMAS["L4"].scope.startswith("verified at")
+    assert lemmas.LEMMAS["L4"].scope == "all L, C >= 1"
 
 
 def test_frozen_diagonal_moves_row_sums_numerically():
@@ -394,6 +394,21 @@ def test_claim4_counts_only_general_proofs():
     assert not out["passed"] and "failed: L1" in out["measured"]
     assert out["values"]["n_general"] == 0
     assert "cause" not in out            # a lemma that fails its checks is not cause (iv)
+
+
+def test_claim4_passes_only_when_all_are_general():
+    from patchassoc.simulations.studies.claim4_lemmas import claim4
+    recs = [{"name": f"L{k}", "proved": True, "general": True, "scope": "all L, C >= 1"}
+            for k in range(1, 15)]
+    out = claim4(_summary(recs))
+    assert out["passed"] and out["status"] == "pass" and "cause" not in out
+    assert out["measured"] == "14/14 proved in general (symbolic sizes)"
+    assert out["values"]["n_general"] == 14 and out["values"]["instance_only"] == {}
+    # one of the 14 back to an instance: the claim fails with cause (iv), naming it
+    recs[3] = {"name": "L4", "proved": True, "general": False, "scope": "verified at (2, 2)"}
+    out = claim4(_summary(recs))
+    assert not out["passed"] and out["cause"]["code"] == "iv"
+    assert out["measured"].startswith("13/14 proved in general")
 
 
 def test_command_prints_the_scope_column(tmp_path):
