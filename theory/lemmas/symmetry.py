@@ -351,7 +351,7 @@ def _sample_witness(expr):
 _LAW_WITNESS = {"L": 2, "C": 2, "p": 0, "l1": 0, "l2": 1}
 
 
-def law_witness(expr):
+def _law_witness(expr):
     """The exact value of a law residual at :data:`_LAW_WITNESS`."""
     w = _LAW_WITNESS
     e = expr.subs({alg.L: w["L"], alg.C: w["C"], _p: w["p"], _l1: w["l1"],
@@ -411,8 +411,8 @@ def _general_L4(proof: Proof) -> None:
                           + (1 - KD(e, _p)) * _x[m, e])
     residual = _canon_exponents(alg.sum_deltas(cross, sets, _SETS_DISTINCT)) - law
     proof.control(residual, "negative control: swapping the patch (l1, p) with (l2, p), of "
-                  "two different sets, changes the law", up_to="expand", witness=law_witness)
-    proof.details["law_control_residual_2x2"] = str(law_witness(residual))
+                  "two different sets, changes the law", up_to="expand", witness=_law_witness)
+    proof.details["law_control_residual_2x2"] = str(_law_witness(residual))
 
 
 @lemma("L4", "G-equivariance of the risk",
