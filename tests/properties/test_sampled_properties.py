@@ -3,7 +3,9 @@ Numba kernels over random structures, sizes, parameters and data (hypothesis, >=
 each; tiny sizes so the module runs in seconds).
 
 - L4: grad_Q R_N(Pi Q Pi^T) on the permuted sample = Pi grad_Q R_N(Q) Pi^T (and grad_v, the risk
-  and the error unchanged) for random Pi in the structure group G;
+  and the error unchanged) for random Pi in the structure group G, at tiny sizes and beyond the
+  brute-force oracle (D > 12), where the population cannot be enumerated: common random numbers
+  (the same draws, relabelled by Pi) make the two sampled risks equal up to rounding;
 - L1: the kernels' softmax backprop is the softmax Jacobian (explicit formula and finite
   differences of the kernels' softmax);
 - L2: every row of grad_Q sums to zero, so a gradient step conserves the row sums of Q;
@@ -55,6 +57,26 @@ def _problem(seed: int, L: int, C: int, d: int, n: int, q: float, sigma: float,
 @given(seed=SEEDS, L=SIZES, C=SIZES, d=st.integers(1, 5), n=st.integers(1, 12), p=PS, nu=NUS,
        q=st.floats(0.0, 1.0), sigma=st.floats(0.0, 1.0), scale=st.floats(0.1, 1.5))
 def test_gradients_are_equivariant(seed, L, C, d, n, p, nu, q, sigma, scale):
+    _check_equivariance(seed, L, C, d, n, p, nu, q, sigma, scale)
+
+
+#: (L, C) beyond the brute-force oracle (D > 12, tests/properties/test_population_properties.py
+#: checks D <= 12 on the population): there the sampled risk, on common random numbers.
+LARGE = [(L, C) for L in range(2, 7) for C in range(2, 7) if L * C > 12]
+
+
+@settings(max_examples=examples(40))
+@given(seed=SEEDS, LC=st.sampled_from(LARGE), d=st.integers(1, 4), n=st.integers(1, 6), p=PS,
+       nu=NUS, q=st.floats(0.0, 1.0), sigma=st.floats(0.0, 1.0), scale=st.floats(0.1, 1.5))
+def test_sampled_risk_is_invariant_beyond_the_oracle(seed, LC, d, n, p, nu, q, sigma, scale):
+    # common random numbers: the risk at Pi Q Pi^T on the draws relabelled by Pi (a draw of the
+    # same law, L4's third step) against the risk at Q on the draws themselves
+    _check_equivariance(seed, *LC, d, n, p, nu, q, sigma, scale)
+
+
+def _check_equivariance(seed, L, C, d, n, p, nu, q, sigma, scale):
+    """R_N(Pi Q Pi^T) on the permuted sample = R_N(Q), the error equal, grad_Q equivariant and
+    grad_v unchanged, for a random Pi in G: rounding x the size of the summed terms."""
     rng, S, w, data, v, Q = _problem(seed, L, C, d, n, q, sigma, scale)
     pi = S.random_symmetry(rng)
     inv = np.argsort(pi)

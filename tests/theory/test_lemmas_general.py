@@ -8,6 +8,7 @@ are proved here (the full set runs once in test_lemmas.py).
 from __future__ import annotations
 
 import argparse
+import itertools
 import types
 
 import numpy as np
@@ -107,6 +108,118 @@ def test_sum_deltas_needs_a_declared_range():
         alg.sum_deltas(expr, {k: n + 1})
 
 
+def _old_sum_deltas(expr, bounds):
+    """The helper before issue 48: it substituted on any delta among ``term.atoms``, nested in a
+    function or not (kept here to show the mistake)."""
+    def visit(x):
+        idx, lo, hi = x.limits[0]
+        out = []
+        for term in sp.Add.make_args(sp.expand(x.function)):
+            deltas = [kd for kd in term.atoms(sp.KroneckerDelta) if idx in kd.args]
+            if not deltas:
+                out.append(sp.Sum(term, (idx, lo, hi)))
+                continue
+            other = deltas[0].args[1] if deltas[0].args[0] == idx else deltas[0].args[0]
+            out.append(term.xreplace({deltas[0]: 1}).xreplace({idx: other}))
+        return sp.Add(*out)
+    return expr.replace(lambda x: isinstance(x, sp.Sum), visit)
+
+
+def test_sum_deltas_lifts_a_nested_delta():
+    # sum_k exp(delta(k, x)) g_k = e g_x + sum_{k != x} g_k; the old helper said e g_x
+    n = sp.Symbol("n", integer=True, positive=True)
+    k, x = sp.symbols("k x", integer=True, nonnegative=True)
+    g = sp.IndexedBase("g")
+    expr = sp.Sum(sp.exp(sp.KroneckerDelta(k, x)) * g[k], (k, 0, n - 1))
+    old, new = _old_sum_deltas(expr, {x: n}), alg.sum_deltas(expr, {x: n})
+    assert old == sp.E * g[x]
+    assert sp.expand(new - (sp.E * g[x] - g[x] + sp.Sum(g[k], (k, 0, n - 1)))) == 0
+    # the truth, summed term by term at n = 3, x = 1, g = (2, 3, 5)
+    values = {g[0]: 2, g[1]: 3, g[2]: 5}
+    truth = sum(sp.exp(int(kk == 1)) * values[g[kk]] for kk in range(3))
+    at = {n: 3, x: 1}
+
+    def value(e):
+        return e.xreplace(at).doit().xreplace(values)
+
+    assert truth == 7 + 3 * sp.E
+    assert sp.expand(value(new) - truth) == 0
+    assert sp.expand(value(old) - truth) == -7          # the terms k != x were lost
+
+
+def test_sum_deltas_declares_outer_indices_and_distinct_pairs():
+    n = sp.Symbol("n", integer=True, positive=True)
+    k, m, p, q = sp.symbols("k m p q", integer=True, nonnegative=True)
+    g = sp.IndexedBase("g")
+    KD = sp.KroneckerDelta
+    # m is the index of the enclosing sum: declared with its range [0, n)
+    inner = sp.Sum(sp.Sum(KD(k, m) * g[k, m], (k, 0, n - 1)), (m, 0, n - 1))
+    assert alg.sum_deltas(inner, {}) == sp.Sum(g[m, m], (m, 0, n - 1))
+    # the same written as one Sum with two limits (sympy's merged form)
+    assert alg.sum_deltas(sp.Sum(KD(k, m) * g[k, m], (k, 0, n - 1), (m, 0, n - 1)), {}) \
+        == sp.Sum(g[m, m], (m, 0, n - 1))
+    # an outer index of another range is refused: sum_{k < C} delta(k, m) is [m < C], not 1
+    with pytest.raises(ValueError, match="cannot sum"):
+        alg.sum_deltas(sp.Sum(sp.Sum(KD(k, m) * g[k, m], (k, 0, alg.C - 1)),
+                              (m, 0, alg.L - 1)), {})
+    # delta(k, p) delta(k, q) sums to delta(p, q): 0 when p, q are declared distinct
+    both = sp.Sum(KD(k, p) * KD(k, q) * g[k], (k, 0, n - 1))
+    assert alg.sum_deltas(both, {p: n, q: n}) == KD(p, q) * g[q]
+    assert alg.sum_deltas(both, {p: n, q: n}, distinct=[(p, q)]) == 0
+    # a transposition by cases: sum_k h(tau(k)) = sum_k h(k)
+    h = sp.Function("h")
+    cases = KD(k, p) * h(q) + KD(k, q) * h(p) + (1 - KD(k, p) - KD(k, q)) * h(k)
+    assert alg.sum_deltas(sp.Sum(cases, (k, 0, n - 1)), {p: n, q: n}, [(p, q)]) \
+        == sp.Sum(h(k), (k, 0, n - 1))
+
+
+def test_sum_deltas_agrees_with_explicit_sums():
+    # nested deltas in functions, in an inner sum, in a denominator, products of deltas: the
+    # helper's answer at n = 3 equals the sum taken term by term, for every value of the free
+    # indices (p, q distinct where declared so)
+    n = sp.Symbol("n", integer=True, positive=True)
+    k, j, p, q = sp.symbols("k j p q", integer=True, nonnegative=True)
+    g, h = sp.IndexedBase("g"), sp.IndexedBase("h")
+    KD = sp.KroneckerDelta
+    exprs = [
+        sp.Sum(sp.exp(KD(k, p) * g[k] + KD(k, q)) * h[k], (k, 0, n - 1)),
+        sp.Sum(g[k] / (1 + KD(k, p) * sp.Sum(h[j] * KD(j, q) + h[j], (j, 0, n - 1))),
+               (k, 0, n - 1)),
+        sp.Sum(sp.Sum(sp.exp(KD(j, k) * g[j] + KD(k, p) * h[j]), (j, 0, n - 1)) * KD(k, q),
+               (k, 0, n - 1)),
+        sp.Sum(KD(k, p) * KD(k, q) * g[k] + (1 - KD(k, p)) * sp.exp(KD(k, q) * h[k]),
+               (k, 0, n - 1)),
+    ]
+    values = {**{g[i]: sp.Rational(i + 2, 3) for i in range(3)},
+              **{h[i]: sp.Rational(2 * i + 1, 5) for i in range(3)}}
+    for expr in exprs:
+        for distinct in ((), ((p, q),)):
+            got = alg.sum_deltas(expr, {p: n, q: n}, distinct)
+            for pv, qv in itertools.product(range(3), repeat=2):
+                if distinct and pv == qv:
+                    continue
+                at = {n: 3, p: pv, q: qv}
+                want = expr.subs(at).doit().xreplace(values)
+                value = got.subs(at).doit().xreplace(values)
+                assert sp.simplify(value - want) == 0, (expr, distinct, pv, qv)
+
+
+def test_normal_deltas_and_delta_cases():
+    a, b, p, q = sp.symbols("a b p q", integer=True, nonnegative=True)
+    g, h = sp.IndexedBase("g"), sp.Function("h")
+    KD = sp.KroneckerDelta
+    # delta(a, p) g(a) -> delta(a, p) g(p), whichever side g holds
+    assert alg.normal_deltas(KD(a, p) * g[a]) == KD(a, p) * g[p]
+    assert alg.normal_deltas(KD(a, p) * g[p]) == KD(a, p) * g[p]
+    # a chain: one representative for the class {a, b, p}
+    assert alg.normal_deltas(KD(a, b) * KD(b, p) * g[a, b]) == KD(a, p) * KD(b, p) * g[p, p]
+    assert alg.normal_deltas(KD(a, p) * KD(a, q) * g[a], alg._zero_facts([(p, q)])) == 0
+    # h(delta) lifted: delta h(1) + (1 - delta) h(0)
+    got = alg.delta_cases(h(KD(a, p) * g[a]), [a])
+    assert sp.expand(got - (KD(a, p) * h(g[p]) + h(0) - KD(a, p) * h(0))) == 0
+    assert alg.delta_cases(h(KD(b, p)), [a]) == h(KD(b, p))    # not an index asked for
+
+
 def test_indexed_apply_closed_form():
     P, Qs, R = sp.symbols("P Q_s R")
     KD = sp.KroneckerDelta
@@ -159,6 +272,35 @@ def test_control_that_does_not_vanish_passes():
     assert r.proved and r.controls == 1 and r.general and r.scope == "all"
 
 
+def test_exactly_nonzero():
+    e = sp.exp
+    assert _core.exactly_nonzero(sp.Rational(-3, 7))
+    assert not _core.exactly_nonzero(sp.Integer(0))
+    assert _core.exactly_nonzero(e(sp.Rational(1, 3)) - e(sp.Rational(1, 2)))
+    assert not _core.exactly_nonzero(e(sp.Rational(1, 2)) ** 2 - sp.E)      # e^(1/2)^2 = e
+    assert not _core.exactly_nonzero(e(2) * e(-2) - 1)
+    assert not _core.exactly_nonzero(sp.pi)              # not decided: not a witness
+    assert not _core.exactly_nonzero(sp.Symbol("x"))
+
+
+def test_control_witness_decides():
+    x = sp.Symbol("x")
+    g = sp.Function("g")
+
+    def body(value):
+        def run(proof):
+            proof.zero(x - x, "trivial")
+            proof.control(g(x) - x, "g(x) != x", witness=lambda e: value)
+        return run
+
+    r = _run(body(sp.exp(sp.Rational(1, 3)) - 1))
+    assert r.proved and r.controls == 1
+    r = _run(body(sp.exp(sp.Rational(1, 2)) ** 2 - sp.E))
+    assert not r.proved
+    assert r.failures == ("negative control not shown non-zero at its witness point (0): "
+                          "g(x) != x",)
+
+
 # -- single lemmas: scope, controls, and the facts they rest on --------------------------------
 @pytest.mark.parametrize("name", ["L12", "L13"])
 def test_new_lemmas_are_general_with_controls(name):
@@ -171,9 +313,9 @@ def test_new_lemmas_are_general_with_controls(name):
 def test_every_lemma_declares_its_scope():
     general = [name for name, fn in lemmas.LEMMAS.items() if fn.general]
     assert len(lemmas.LEMMAS) == 14
-    assert len(general) == 13 and "L4" not in general
+    assert general == list(lemmas.LEMMAS)          # L4 too, since issue 48
     assert all(fn.scope for fn in lemmas.LEMMAS.values())
-    assert lemmas.LEMMAS["L4"].scope.startswith("verified at")
+    assert lemmas.LEMMAS["L4"].scope == "all L, C >= 1"
 
 
 def test_frozen_diagonal_moves_row_sums_numerically():
@@ -252,6 +394,21 @@ def test_claim4_counts_only_general_proofs():
     assert not out["passed"] and "failed: L1" in out["measured"]
     assert out["values"]["n_general"] == 0
     assert "cause" not in out            # a lemma that fails its checks is not cause (iv)
+
+
+def test_claim4_passes_only_when_all_are_general():
+    from patchassoc.simulations.studies.claim4_lemmas import claim4
+    recs = [{"name": f"L{k}", "proved": True, "general": True, "scope": "all L, C >= 1"}
+            for k in range(1, 15)]
+    out = claim4(_summary(recs))
+    assert out["passed"] and out["status"] == "pass" and "cause" not in out
+    assert out["measured"] == "14/14 proved in general (symbolic sizes)"
+    assert out["values"]["n_general"] == 14 and out["values"]["instance_only"] == {}
+    # one of the 14 back to an instance: the claim fails with cause (iv), naming it
+    recs[3] = {"name": "L4", "proved": True, "general": False, "scope": "verified at (2, 2)"}
+    out = claim4(_summary(recs))
+    assert not out["passed"] and out["cause"]["code"] == "iv"
+    assert out["measured"].startswith("13/14 proved in general")
 
 
 def test_command_prints_the_scope_column(tmp_path):

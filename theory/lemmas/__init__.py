@@ -17,7 +17,7 @@ each general proof also keeps instance cross-checks at fixed sizes and runs nega
 L1     general   softmax Jacobian: da_i/dq_k = a_i (delta_ik - a_k); backprop a * (g - <a, g>)
 L2     general   sum_k dR/dQ_ik = 0 for any loss: gradient descent conserves the row sums of Q
 L3     general   the commutant of G is span(I, B - I, J - B) (orbit count), softmax has 3 values
-L4     instance  R(Pi Q Pi^T) = R(Q), grad_Q R(Pi Q Pi^T) = Pi grad_Q R(Q) Pi^T for Pi in G
+L4     general   R(Pi Q Pi^T) = R(Q), grad_Q R(Pi Q Pi^T) = Pi grad_Q R(Q) Pi^T for Pi in G
 L5     general   closed form of z_i for invariant attention
 L6     general   reduced step sizes: per-entry gradient = reduced gradient / block size
 L7     general   odd symmetry f(-X) = -f(X) and the label symmetry (fix y = +1)

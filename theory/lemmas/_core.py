@@ -30,7 +30,7 @@ from typing import Callable
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-__all__ = ["LemmaRecord", "Proof", "lemma", "REGISTRY", "is_zero"]
+__all__ = ["LemmaRecord", "Proof", "lemma", "REGISTRY", "is_zero", "exactly_nonzero"]
 
 #: Functions a negative control may contain and still be evaluated at a rational point.
 _ELEMENTARY = (sp.exp, sp.log)
@@ -61,6 +61,32 @@ def is_zero(expr, up_to: str = "simplify") -> bool:
         if reduced == 0:
             return True
     return False
+
+
+def exactly_nonzero(value) -> bool:
+    """True when ``value``, a number built from rationals and exponentials of rationals, is
+    shown to be non-zero without rounding.
+
+    Each e^r (r = n / N, N the common denominator) is written t^n with t = e^(1/N); t is
+    transcendental (e is), so the value, a rational function of t with rational coefficients, is
+    zero only if its numerator is the zero polynomial. Anything else (a free symbol, another
+    constant, an unevaluated function) is not decided: False.
+    """
+    value = sp.sympify(value)
+    if value.free_symbols or value.atoms(AppliedUndef, sp.Sum):
+        return False
+    value = value.replace(lambda z: z == sp.E, lambda z: sp.exp(1, evaluate=False))
+    powers = [z for z in value.atoms(sp.exp)]
+    if not all(z.args[0].is_Rational for z in powers):
+        return False
+    N = sp.ilcm(1, *[z.args[0].q for z in powers]) if powers else 1
+    t = sp.Dummy("t", positive=True)
+    as_poly = value.xreplace({z: t ** (z.args[0] * N) for z in powers})
+    numerator, _ = sp.fraction(sp.cancel(sp.together(as_poly)))
+    try:
+        return not sp.Poly(numerator, t, domain=sp.QQ).is_zero
+    except (sp.PolynomialError, sp.CoercionFailed):
+        return False
 
 
 @dataclass(frozen=True)
@@ -144,17 +170,27 @@ class Proof:
                 return False
         return self.zero(lhs - rhs, what, up_to)
 
-    def control(self, expr, what: str, up_to: str = "simplify") -> bool:
+    def control(self, expr, what: str, up_to: str = "simplify", witness=None) -> bool:
         """Negative control: ``expr`` (a perturbed identity's residual) must not reduce to 0.
 
         When ``expr`` has no undefined function, it must also be non-zero at an exact rational
         point (its free symbols set to 2/3, 3/4, 4/5, ... in sorted order; an index symbol of a
         sum to its lower bound), so "not shown to vanish" is witnessed, not only failed.
+        A residual with sums over symbolic ranges or generic functions has no value at such a
+        point; ``witness``, a callable, then gives its exact value at a point the lemma chooses
+        (sizes, indices and concrete functions), which must be a number shown non-zero by
+        :func:`exactly_nonzero`.
         """
         self.controls += 1
         if is_zero(expr, up_to):
             self.failures.append(f"negative control vanished: {what}")
             return False
+        if witness is not None:
+            value = witness(expr)
+            if not exactly_nonzero(value):
+                self.failures.append(f"negative control not shown non-zero at its witness "
+                                     f"point ({value}): {what}")
+                return False
         exprs = list(expr) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
         # a generic function (loss, activation) or a symbolic sum has no value at a point
         if any(e.atoms(AppliedUndef) or e.atoms(sp.Indexed) or e.atoms(sp.Sum)

@@ -52,7 +52,8 @@ import sympy as sp
 
 __all__ = ["L", "C", "D", "TYPES", "Inv", "I_", "B_", "J_", "basis", "valencies",
            "intersection_numbers", "idempotents", "count_intersections", "partition_labels",
-           "canon", "in_range", "indexed_apply", "sum_deltas", "set_sum", "total_sum", "u", "l_",
+           "canon", "in_range", "indexed_apply", "sum_deltas", "delta_cases",
+           "normal_deltas", "set_sum", "total_sum", "u", "l_",
            "c_", "m_", "e_"]
 
 #: The sizes: number of sets and set size (positive integer symbols); D = L C patches.
@@ -243,30 +244,242 @@ def in_range(expr, bounds=None):
     return expr.xreplace(facts)
 
 
-def sum_deltas(expr, bounds: dict):
-    """Evaluate every sum whose summand has a Kronecker delta in its summation index:
-    sum_{k=0}^{n-1} delta(k, x) g(k) = g(x), valid because x is a declared index with
-    0 <= x < n (``bounds`` maps such indices to n; any other delta raises). Sums without a delta
-    are kept as they are (no closed-form summation is attempted)."""
-    def visit(x: sp.Sum):
-        if len(x.limits) > 1:
-            inner = sp.Sum(x.function, *x.limits[:-1])
-            return visit(sp.Sum(visit(inner), x.limits[-1]))
-        idx, lo, hi = x.limits[0]
-        out = []
-        for term in sp.Add.make_args(sp.expand(x.function)):
-            deltas = [kd for kd in term.atoms(sp.KroneckerDelta) if idx in kd.args]
-            if not deltas:
-                out.append(sp.Sum(term, (idx, lo, hi)))
-                continue
-            kd = deltas[0]
-            other = kd.args[1] if kd.args[0] == idx else kd.args[0]
-            if lo != 0 or other not in bounds or sp.expand(bounds[other] - 1 - hi) != 0:
-                raise ValueError(f"cannot sum {kd} over {idx} in [{lo}, {hi}]")
-            out.append(term.xreplace({kd: sp.Integer(1)}).xreplace({idx: other}))
-        return sp.Add(*out)
+KD = sp.KroneckerDelta
 
-    return expr.replace(lambda x: isinstance(x, sp.Sum), visit)
+
+def sum_deltas(expr, bounds: dict, distinct=()):
+    """Evaluate every sum whose summand has a Kronecker delta in its summation index.
+
+    sum_{k=lo}^{hi} delta(k, x) g(k) = g(x) holds when x is an index whose range lies in
+    [lo, hi]. The indices x may be declared in ``bounds`` (x -> n: the range [0, n)); the index of
+    every enclosing sum is declared with its own limits; any other delta raises ``ValueError``.
+    Sums are taken innermost first (sympy merges nested sums into one ``Sum`` with several
+    limits, the innermost first). Sums without a delta in their index are kept as they are (no
+    closed-form summation is attempted).
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+        An expression holding sums.
+    bounds : dict
+        Index symbol -> n: the index lies in [0, n).
+    distinct : iterable of tuple
+        Pairs (a, b) of indices known to differ: delta(a, b) = 0 wherever it appears.
+
+    Returns
+    -------
+    sympy.Expr
+        ``expr`` with the delta sums evaluated.
+
+    Notes
+    -----
+    Only a delta that is a direct factor of a term is substituted on: a delta inside a function
+    (``exp(delta(k, x) y)``, ``act(...)``, another sum) is first lifted by cases,
+    g(delta) = delta g(1) + (1 - delta) g(0), which holds because a delta is 0 or 1. Substituting
+    on a nested delta as if it were a factor is wrong: sum_k exp(delta(k, x)) g(k) is not e g(x).
+    Every term is then normalised (:func:`normal_deltas`), so that equal terms cancel.
+    """
+    ranges = {x: (sp.Integer(0), sp.sympify(n) - 1) for x, n in bounds.items()}
+    zeros = _zero_facts(distinct)
+    return _walk(sp.sympify(expr), ranges, zeros)
+
+
+def delta_cases(expr, indices, distinct=()):
+    """``expr`` written by cases on the deltas that hold one of ``indices``: every such delta
+    nested inside a function is lifted, g(delta) = delta g(1) + (1 - delta) g(0), so that each term
+    is a product of direct-factor deltas and a delta-free (in ``indices``) rest; each term
+    normalised (:func:`normal_deltas`). For identities in free indices (an entry (a, b) of a
+    matrix), where :func:`sum_deltas` has no sum to take.
+
+    Parameters
+    ----------
+    expr : sympy.Expr
+        The expression.
+    indices : iterable of sympy.Symbol
+        The free indices whose deltas are lifted.
+    distinct : iterable of tuple
+        Pairs (a, b) of indices known to differ: delta(a, b) = 0.
+
+    Returns
+    -------
+    sympy.Expr
+        The same value, as a sum of normalised terms.
+    """
+    indices = set(indices)
+    zeros = _zero_facts(distinct)
+    out = []
+    for term in _lifted(sp.sympify(expr), lambda kd: bool(indices & set(kd.args)), zeros):
+        out.append(normal_deltas(term, zeros))
+    return sp.Add(*out)
+
+
+def normal_deltas(term, zeros=None):
+    """A term with its direct-factor deltas between symbols in a canonical form.
+
+    The symbols joined by the deltas of ``term`` fall into classes (delta(a, b) delta(b, c): a, b
+    and c are equal wherever the term is non-zero); each class is written with one
+    representative r (the last in sympy's sort order, so delta(a, b) g(a) becomes
+    delta(a, b) g(b)): the deltas become delta(x, r) for the other members x, and r replaces every
+    x in the rest of the term. A class that joins two indices of a pair in ``zeros`` (the
+    :func:`_zero_facts` of the distinct pairs) makes the term 0.
+    """
+    zeros = zeros or {}
+    term = _tidy(sp.sympify(term), zeros)
+    factors = sp.Mul.make_args(term)
+    links = [f for f in factors if isinstance(f, KD) and all(isinstance(x, sp.Symbol)
+                                                               for x in f.args)]
+    if not links:
+        return term
+    parent: dict = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for kd in links:
+        ra, rb = find(kd.args[0]), find(kd.args[1])
+        if ra != rb:
+            parent[ra] = rb
+    classes: dict = {}
+    for x in list(parent):
+        classes.setdefault(find(x), []).append(x)
+    swap, deltas = {}, []
+    for members in classes.values():
+        rep = max(members, key=sp.default_sort_key)
+        for x in members:
+            if x != rep:
+                swap[x] = rep
+                deltas.append(KD(x, rep))
+    if any(KD(x, y) in zeros for members in classes.values() for x in members
+           for y in members if x != y):
+        return sp.Integer(0)
+    rest = _substitute(sp.Mul(*[f for f in factors if f not in links]), swap)
+    return _tidy(sp.Mul(*deltas) * rest, zeros)
+
+
+def _zero_facts(distinct) -> dict:
+    return {KD(a, b): sp.Integer(0) for a, b in distinct}
+
+
+def _tidy(expr, zeros: dict):
+    """``expr`` with the deltas of ``zeros`` set to 0, and delta^n = delta (n >= 1) among its
+    factors (a power of a delta arises only from a product of direct factors; one inside a
+    function goes when that delta is lifted)."""
+    if zeros:
+        expr = expr.xreplace(zeros)
+    factors = sp.Mul.make_args(expr)
+    if any(isinstance(f, sp.Pow) and isinstance(f.base, KD) for f in factors):
+        expr = sp.Mul(*[f.base if isinstance(f, sp.Pow) and isinstance(f.base, KD)
+                        and f.exp.is_positive else f for f in factors])
+    return expr
+
+
+def _drop_empty_sums(expr):
+    """A sum of 0 (left where a lifted delta is set to 0) is 0."""
+    if not expr.has(sp.Sum):
+        return expr
+    return expr.replace(lambda z: isinstance(z, sp.Sum) and z.function == 0,
+                        lambda z: sp.Integer(0))
+
+
+def _substitute(expr, mapping: dict):
+    """``expr`` with the symbols of ``mapping`` replaced; ``subs`` (which respects bound
+    variables) only when a sum in ``expr`` binds one of them, the much faster ``xreplace``
+    otherwise."""
+    if not mapping:
+        return expr
+    bound = {v for s in expr.atoms(sp.Sum) for v in s.variables}
+    if bound & set(mapping):
+        return expr.subs(mapping, simultaneous=True)
+    return expr.xreplace(mapping)
+
+
+def _products(expr) -> list:
+    """The terms of ``expr`` with every product distributed over every sum, but nothing inside a
+    function's arguments touched (``expand_mul(deep=False)`` stops one level down:
+    a (b + c (d + e)) stays a b + a c (d + e); ``expand_mul`` also rewrites the arguments)."""
+    if isinstance(expr, sp.Add):
+        return [t for x in expr.args for t in _products(x)]
+    if isinstance(expr, sp.Mul):
+        out = [sp.Integer(1)]
+        for factor in expr.args:
+            out = [x * y for x in out for y in _products(factor)]
+        return out
+    if isinstance(expr, sp.Pow) and isinstance(expr.base, sp.Add) and expr.exp.is_Integer \
+            and expr.exp > 1:
+        return _products(sp.Mul(*[expr.base] * int(expr.exp), evaluate=False))
+    return [expr]
+
+
+def _lifted(expr, chosen, zeros):
+    """The terms of ``expr`` (expanded over products) with every delta selected by ``chosen``
+    that sits inside a function lifted to a direct factor: g(delta) = delta g(1) +
+    (1 - delta) g(0). Deltas are lifted one at a time, in sympy's sort order."""
+    pending = list(sp.Add.make_args(sp.Add(*_products(expr))))
+    out = []
+    while pending:
+        term = _tidy(pending.pop(), zeros)
+        if term == 0:
+            continue
+        direct = set(sp.Mul.make_args(term))
+        nested = sorted((kd for kd in term.atoms(KD) if chosen(kd) and kd not in direct),
+                        key=sp.default_sort_key)
+        if not nested:
+            out.append(term)
+            continue
+        kd = nested[0]
+        one = term.xreplace({kd: sp.Integer(1)})
+        if all(isinstance(x, sp.Symbol) for x in kd.args):
+            # where delta(a, b) = 1, a = b: write the branch with one of them at once, so that
+            # the other deltas it is in resolve now (delta(a, c) -> delta(b, c)), not by more lifts
+            rep = max(kd.args, key=sp.default_sort_key)
+            one = _substitute(one, {x: rep for x in kd.args if x != rep})
+        split = kd * one + (1 - kd) * _drop_empty_sums(term.xreplace({kd: sp.Integer(0)}))
+        pending.extend(_products(split))
+    return out
+
+
+def _walk(expr, ranges: dict, zeros: dict):
+    """Evaluate the delta sums of ``expr``, inner sums first, with ``ranges`` the declared
+    indices (symbol -> (lo, hi))."""
+    if isinstance(expr, sp.Sum):
+        inside = dict(ranges)
+        inside.update({idx: (lo, hi) for idx, lo, hi in expr.limits})
+        out = _walk(expr.function, inside, zeros)
+        for n, (idx, lo, hi) in enumerate(expr.limits):     # the innermost limit first
+            seen = dict(ranges)
+            seen.update({i: (a, b) for i, a, b in expr.limits[n + 1:]})
+            out = _sum_one(out, idx, lo, hi, seen, zeros)
+        return out
+    if not expr.has(sp.Sum):
+        return expr
+    return expr.func(*[_walk(x, ranges, zeros) for x in expr.args])
+
+
+def _sum_one(function, idx, lo, hi, ranges: dict, zeros: dict):
+    """sum_{idx=lo}^{hi} function, each term's delta in ``idx`` evaluated (see
+    :func:`sum_deltas`); ``ranges``: the indices declared outside this sum."""
+    out = []
+    for term in _lifted(function, lambda kd: idx in kd.args, zeros):
+        factors = sp.Mul.make_args(term)
+        direct = [f for f in factors if isinstance(f, KD) and idx in f.args]
+        if not direct:
+            out.append(sp.Sum(normal_deltas(term, zeros), (idx, lo, hi)))
+            continue
+        kd = direct[0]
+        other = kd.args[1] if kd.args[0] == idx else kd.args[0]
+        if other.has(idx) or other not in ranges or not _within(ranges[other], (lo, hi)):
+            raise ValueError(f"cannot sum {kd} over {idx} in [{lo}, {hi}]")
+        rest = sp.Mul(*[f for f in factors if f is not kd])
+        out.append(normal_deltas(_substitute(rest, {idx: other}), zeros))
+    return sp.Add(*out)
+
+
+def _within(inner: tuple, outer: tuple) -> bool:
+    """[inner] lies in [outer], as sympy can tell from the symbols' assumptions."""
+    below, above = sp.expand(inner[0] - outer[0]), sp.expand(outer[1] - inner[1])
+    return all(d == 0 or d.is_nonnegative is True for d in (below, above))
 
 
 def set_sum(l=l_, x=u):

@@ -12,8 +12,12 @@ L3. The commutant {Q : Pi Q Pi^T = Q for all Pi in G} is the space of matrices c
     the space is 2-dimensional (a I + c (J - I), resp. a I + b (J - I)); with D = 1 it is R.
 L4. The distribution is G-invariant, hence R(v, Pi Q Pi^T) = R(v, Q) and
     grad_Q R(Pi Q Pi^T) = Pi grad_Q R(Q) Pi^T for every Pi in G, for any loss and activation.
-    Instance-only: verified on the exact finite population at (2, 2) and (2, 3), per sample at
-    (4, 4).
+    General (L, C symbols): a transposition tau = (p q) of symbolic indices is written by cases
+    with Kronecker deltas (:func:`transposed`), and the sums over symbolic ranges are evaluated by
+    :func:`patchassoc.theory.lemmas.algebra.sum_deltas`. Three steps: the per-sample identity
+    f(tau u; tau Q tau) = f(u; Q), the per-sample gradient read at (tau a, tau b), and the
+    invariance of the law of the patches under the two kinds of generators of G. Cross-checked
+    on the exact finite population at (2, 2) and (2, 3), per sample at (4, 4) and (8, 8).
 
 References
 ----------
@@ -29,6 +33,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from patchassoc.theory.structure import blocks
 
+from patchassoc.theory.lemmas import algebra as alg
 from patchassoc.theory.lemmas._core import Proof, lemma
 from patchassoc.theory.lemmas._symbolic import (act, backprop_softmax, conjugation_sub, ell,
                                                 ell_prime, act_prime, exp_to_symbols, generators,
@@ -37,7 +42,8 @@ from patchassoc.theory.lemmas._symbolic import (act, backprop_softmax, conjugati
                                                 risk_integrand, sets_of, softmax, strided,
                                                 structure_matrices, symbol_matrix)
 
-__all__ = ["prove_L3", "prove_L4", "commutant_dimension", "orbital_count"]
+__all__ = ["prove_L3", "prove_L4", "commutant_dimension", "orbital_count", "transposed",
+           "transpose_entries", "per_sample_output", "patch_density"]
 
 #: (L, C, layout) at which L3 derives the commutant; layout "strided" = non-contiguous sets.
 L3_SIZES = ((2, 2, "blocks"), (2, 3, "strided"), (3, 2, "blocks"), (3, 3, "strided"),
@@ -249,27 +255,202 @@ L4_PER_SAMPLE_LARGE = (8, 8)
 L4_CHAIN_RULE_TERMS = (0, 7, 23)
 
 
+# -- L4 for symbolic sizes: transpositions written by cases -----------------------------------
+KD = sp.KroneckerDelta
+#: Flat patch indices (i, j, k < D), a transposed pair (p, q) and a gradient entry (a, b).
+_i, _j, _k, _p, _q, _a, _b = sp.symbols("i j k p q a b", integer=True, nonnegative=True)
+#: Sets: l0 holds a transposition; l1, l2 are swapped; l, m index sets and e a place in a set.
+_l0, _l1, _l2 = sp.symbols("l0 l1 l2", integer=True, nonnegative=True)
+_l, _m, _e = alg.l_, alg.m_, alg.e_
+_u, _Q, _x = sp.IndexedBase("u"), sp.IndexedBase("Q"), sp.IndexedBase("x")
+_y = sp.Symbol("y")
+#: The log-densities of a signal patch and of another patch (generic: any per-patch laws).
+log_phi_s, log_phi_o = sp.Function("log_phi_s"), sp.Function("log_phi_o")
+#: The transposed indices differ: delta(p, q) = 0 (flat indices, or places in one set).
+_FLAT_DISTINCT = ((_p, _q),)
+#: The swapped sets differ: delta(l1, l2) = 0.
+_SETS_DISTINCT = ((_l1, _l2),)
+
+
+def transposed(h, k, p, q):
+    """h(tau(k)) for the transposition tau = (p q), p != q, by cases on k.
+
+    delta(k, p) h(q) + delta(k, q) h(p) + (1 - delta(k, p)) (1 - delta(k, q)) h(k): the last case
+    is "k is neither p nor q". It equals (1 - delta(k, p) - delta(k, q)) h(k) because
+    delta(k, p) delta(k, q) = delta(k, p) delta(p, q) = 0, which uses p != q; the proofs declare
+    delta(p, q) = 0 to the delta helper rather than build it in. In the last case a delta(k, p)
+    or delta(k, q) inside h is 0, and is written so (it would otherwise be lifted by cases
+    later, at a cost, to the same end).
+    """
+    neither = h.xreplace({KD(k, p): sp.Integer(0), KD(k, q): sp.Integer(0)})
+    return (KD(k, p) * h.xreplace({k: q}) + KD(k, q) * h.xreplace({k: p})
+            + (1 - KD(k, p)) * (1 - KD(k, q)) * neither)
+
+
+def transpose_entries(expr, base, positions, p=_p, q=_q):
+    """``expr`` with every entry of ``base`` read at tau = (p q) of its indices in ``positions``:
+    u[k] -> u[tau k] with positions (0,); Q[i, j] -> Q[tau i, tau j] with (0, 1) (conjugation),
+    Q[tau i, j] with (0,) (the rows only)."""
+    for pos in positions:
+        # a fresh symbol holds the index at ``pos`` while it is split, so that the same symbol
+        # elsewhere in the entry (Q[i, i]) is left alone; the index may be any expression
+        def entry(z, pos=pos):
+            t = sp.Dummy("t", integer=True, nonnegative=True)
+            held = base[tuple(t if n == pos else x for n, x in enumerate(z.indices))]
+            return transposed(held, t, p, q).xreplace({t: z.indices[pos]})
+        expr = expr.replace(lambda z: isinstance(z, sp.Indexed) and z.base == base, entry)
+    return expr
+
+
+def per_sample_output(u=_u, Q=_Q, D=alg.D):
+    """f(u; Q) = sum_{i<D} act(sum_{j<D} softmax(Q)_ij u_j), softmax(Q)_ij =
+    exp(Q_ij) / sum_{k<D} exp(Q_ik), over symbolic D (u_j = <v, X_j>, the patch projections)."""
+    Z = sp.Sum(sp.exp(Q[_i, _k]), (_k, 0, D - 1))
+    return sp.Sum(act(sp.Sum(sp.exp(Q[_i, _j]) / Z * u[_j], (_j, 0, D - 1))), (_i, 0, D - 1))
+
+
+def patch_density(x_of):
+    """(1/L) sum_{l<L} exp sum_{m<L} sum_{e<C} [delta(m, l) log phi_s(x_me) +
+    (1 - delta(m, l)) log phi_o(x_me)]: the density of the patches of one label, the signal set
+    l drawn uniformly; ``x_of(m, e)`` is the patch at place e of set m of the image."""
+    cell = KD(_m, _l) * log_phi_s(x_of(_m, _e)) + (1 - KD(_m, _l)) * log_phi_o(x_of(_m, _e))
+    exponent = sp.Sum(sp.Sum(cell, (_e, 0, alg.C - 1)), (_m, 0, alg.L - 1))
+    return sp.Sum(sp.exp(exponent), (_l, 0, alg.L - 1)) / alg.L
+
+
+def _canon_exponents(expr):
+    """The exponents of ``expr`` in :func:`~patchassoc.theory.lemmas.algebra.canon` form (sums
+    split over their terms, constants out), so that equal exponents are equal expressions."""
+    return expr.replace(lambda z: isinstance(z, sp.exp), lambda z: sp.exp(alg.canon(z.args[0])))
+
+
+#: The witness point of the per-sample controls: (L, C) = (2, 2), tau = (0 1), entry (0, 2),
+#: u_k = (k + 2) / (k + 3), exp(Q_ij) = 1 + i + 3 j (so that the value is rational), act(t) =
+#: t^3 + t / 10, the square loss l(m) = (1 - m)^2 / 2 and y = 1.
+_SAMPLE_WITNESS = {"L": 2, "C": 2, "p": 0, "q": 1, "a": 0, "b": 2}
+
+
+def _sample_witness(expr):
+    """The exact value of a per-sample residual at :data:`_SAMPLE_WITNESS`."""
+    w = _SAMPLE_WITNESS
+    D = w["L"] * w["C"]
+    e = expr.subs({alg.L: w["L"], alg.C: w["C"], _p: w["p"], _q: w["q"], _a: w["a"],
+                   _b: w["b"], _y: 1}).doit()
+    values = {_u[k]: sp.Rational(k + 2, k + 3) for k in range(D)}
+    values.update({_Q[i, j]: sp.log(1 + i + 3 * j) for i in range(D) for j in range(D)})
+    e = e.xreplace(values)
+    t = sp.Symbol("t")
+    for fn, value in ((act, t ** 3 + t / 10), (act_prime, 3 * t ** 2 + sp.Rational(1, 10)),
+                      (ell, (1 - t) ** 2 / 2), (ell_prime, t - 1)):
+        e = e.replace(fn, sp.Lambda(t, value))
+    return e
+
+
+#: The witness point of the law's control: (L, C) = (2, 2), patch place p = 0, sets l1 = 0 and
+#: l2 = 1, log phi_s(t) = 2 t, log phi_o(t) = -t^2, x_me = (1 + m + 2 e) / 3.
+_LAW_WITNESS = {"L": 2, "C": 2, "p": 0, "l1": 0, "l2": 1}
+
+
+def _law_witness(expr):
+    """The exact value of a law residual at :data:`_LAW_WITNESS`."""
+    w = _LAW_WITNESS
+    e = expr.subs({alg.L: w["L"], alg.C: w["C"], _p: w["p"], _l1: w["l1"],
+                   _l2: w["l2"]}).doit()
+    e = e.xreplace({_x[m, c]: sp.Rational(1 + m + 2 * c, 3) for m in range(w["L"])
+                    for c in range(w["C"])})
+    t = sp.Symbol("t")
+    e = e.replace(log_phi_s, sp.Lambda(t, 2 * t)).replace(log_phi_o, sp.Lambda(t, -t ** 2))
+    return sp.factor_terms(sp.powsimp(sp.expand(e)))
+
+
+def _general_L4(proof: Proof) -> None:
+    D = alg.D
+    flat = {_p: D, _q: D}
+    # 1. per sample: f(tau u; tau Q tau) = f(u; Q) for a transposition of flat indices
+    f = per_sample_output()
+    image = transpose_entries(transpose_entries(f, _u, (0,)), _Q, (0, 1))
+    proof.zero(alg.sum_deltas(image, flat, _FLAT_DISTINCT) - f,
+               "f(tau u; tau Q tau) = f(u; Q), tau = (p q) of flat indices < D", up_to="expand")
+    columns = transpose_entries(transpose_entries(f, _u, (0,)), _Q, (1,))
+    proof.zero(alg.sum_deltas(columns, flat, _FLAT_DISTINCT) - f,
+               "f(tau u; Q tau) = f(u; Q): the columns moved with u (true, not a control)",
+               up_to="expand")
+    for moved, what in ((transpose_entries(f, _u, (0,)), "u permuted, Q not"),
+                        (transpose_entries(transpose_entries(f, _u, (0,)), _Q, (0,)),
+                         "u and the rows of Q permuted, the columns not"),
+                        (transpose_entries(f, _Q, (0, 1)), "Q conjugated, u not")):
+        proof.control(alg.sum_deltas(moved, flat, _FLAT_DISTINCT) - f,
+                      f"negative control: f changes when {what}", up_to="expand",
+                      witness=_sample_witness)
+    # 2. the per-sample gradient at (tau u, tau Q tau), read at (tau a, tau b)
+    grad = sp.diff(ell(_y * f), _Q[_a, _b])
+    proof.exact(not grad.has(sp.Subs, sp.Derivative) and grad.has(act_prime, ell_prime),
+                "d l(y f) / d Q_ab by the chain rule, in act' and l' (no Subs)")
+    G = alg.sum_deltas(grad, {_a: D, _b: D})
+    entry = {**flat, _a: D, _b: D}
+    G_image = alg.sum_deltas(transpose_entries(transpose_entries(G, _u, (0,)), _Q, (0, 1)),
+                             entry, _FLAT_DISTINCT)
+    at_moved = transposed(transposed(G_image, _a, _p, _q), _b, _p, _q)
+    proof.zero(alg.delta_cases(at_moved - G, (_a, _b), _FLAT_DISTINCT),
+               "grad(tau u; tau Q tau)[tau a, tau b] = grad(u; Q)[a, b]", up_to="expand")
+    # (the witness decides this control: writing it by cases first would only cost time)
+    proof.control(G_image - G, "negative control: the gradient at the image read at the "
+                  "unmoved entry (a, b)", up_to="expand", witness=_sample_witness)
+    # 3. the law of the patches: invariant under the two kinds of generators of G
+    sets = {_p: alg.C, _q: alg.C, _l0: alg.L, _l1: alg.L, _l2: alg.L}
+    law = _canon_exponents(alg.sum_deltas(patch_density(lambda m, e: _x[m, e]), sets))
+    inside = patch_density(lambda m, e: KD(m, _l0) * transposed(_x[m, e], e, _p, _q)
+                           + (1 - KD(m, _l0)) * _x[m, e])
+    proof.zero(_canon_exponents(alg.sum_deltas(inside, sets, _FLAT_DISTINCT)) - law,
+               "the law is invariant under the transposition of places p, q of set l0",
+               up_to="expand")
+    swap = patch_density(lambda m, e: transposed(_x[m, e], m, _l1, _l2))
+    proof.zero(_canon_exponents(alg.sum_deltas(swap, sets, _SETS_DISTINCT)) - law,
+               "the law is invariant under the swap of sets l1 and l2", up_to="expand")
+    cross = patch_density(lambda m, e: KD(e, _p) * transposed(_x[m, e], m, _l1, _l2)
+                          + (1 - KD(e, _p)) * _x[m, e])
+    residual = _canon_exponents(alg.sum_deltas(cross, sets, _SETS_DISTINCT)) - law
+    proof.control(residual, "negative control: swapping the patch (l1, p) with (l2, p), of "
+                  "two different sets, changes the law", up_to="expand", witness=_law_witness)
+    proof.details["law_control_residual_2x2"] = str(_law_witness(residual))
+
+
 @lemma("L4", "G-equivariance of the risk",
        "R(v, Pi Q Pi^T) = R(v, Q) and grad_Q R(Pi Q Pi^T) = Pi grad_Q R(Q) Pi^T for every Pi in G, "
        "any loss, any activation, any exchangeable noise projections",
-       "finite population at L=2, C=2: an exact sum over all (y, l*, delta) with symbolic "
-       "probabilities (symbolic q), symbolic Q (16 entries), alpha, noise projections n_j "
-       "(free symbols: the identity holds after relabelling n_pi(j) <- n_j, which leaves any "
-       "exchangeable law unchanged), and generic sympy functions ell and act. "
-       "R(Pi Q Pi^T) - R(Q) reduces to 0 for all 8 elements of G; grad_A of the integrand "
-       "(chain rule, checked against sympy.diff) and the softmax backprop are equivariant under "
-       "the generators, so grad_Q is; the risk identity is proved for symbolic A and combined "
-       "with softmax(Pi Q Pi^T) = Pi softmax(Q) Pi^T; also at L=2, C=3 on the generators; at "
-       "(4, 4) (interleaved sets) the per-sample identities f(Pi u; Pi A Pi^T) = f(u; A) and "
-       "softmax(Pi Q Pi^T) = Pi softmax(Q) Pi^T for the 15 generators; at (8, 8) the identity of "
-       "f for a transposition inside a set and a swap of two sets. Not general: the statement "
-       "is about the law of the data under a permutation of symbolic size, which these sympy "
-       "computations cannot express; the population sum has 3^((L-1)C) patterns (3^12 at "
-       "(4, 4)), and at (8, 8) the symbolic 64 x 64 softmax identity for all 63 generators "
-       "takes over a minute, so only f is checked there",
-       general=False, scope="verified at (L, C) = (2, 2) (all of G), (2, 3) (generators); "
-       "per-sample identities at (4, 4) (generators) and (8, 8) (f, two generators)")
+       "general (L, C symbols, D = L C): a transposition tau = (p q) of symbolic indices is "
+       "written by cases, h(tau k) = delta(k,p) h(q) + delta(k,q) h(p) + (1 - delta(k,p)) "
+       "(1 - delta(k,q)) h(k) with delta(p,q) = 0, and sums over symbolic ranges are evaluated "
+       "by the delta helper (substitution on direct-factor deltas, nested deltas lifted by "
+       "cases). Checked by sympy (each reduced to exactly 0): (1) f(tau u; tau Q tau) = f(u; Q) "
+       "for f = sum_i act(sum_j softmax(Q)_ij u_j), tau a transposition of flat indices < D (also "
+       "f(tau u; Q tau) = f(u; Q)); controls: u permuted but Q not, u and the rows of Q only, Q "
+       "conjugated but u not, each non-zero at an exact (2,2) witness; (2) the per-sample "
+       "gradient d l(y f)/dQ_ab (sympy.diff, generic l and act) at (tau u, tau Q tau) read at "
+       "(tau a, tau b) equals it at (u, Q) read at (a, b); control: the entry left unmoved; (3) "
+       "the density of the patches of one label, (1/L) sum_l exp sum_m sum_e [delta(m,l) "
+       "A(x_me) + (1 - delta(m,l)) B(x_me)] with generic A = log phi_s, B = log phi_o, is "
+       "invariant under the transposition of two places of one set and the swap of two sets; "
+       "control: swapping (l1, p) with (l2, p) leaves a residual whose exact value at (2,2), "
+       "A(t) = 2t, B(t) = -t^2, x_me = (1 + m + 2e)/3 is non-zero. Prose: the two kinds of "
+       "generators generate G (L3 counts its order at small sizes) and a generator is a product "
+       "of transpositions of flat indices, so (1) and (2) hold for every Pi in G; equal laws "
+       "give equal expectations (for each label y, and for exchangeable noise projections); the "
+       "gradient statement is the derivative in Q of an identity in Q; a density argument covers "
+       "the discrete law at sigma = 0 (both sides are polynomials in the per-patch laws). "
+       "Instance cross-checks: finite population at L=2, C=2 (exact sum over all (y, l*, delta) "
+       "with symbolic q, Q, alpha, noise projections and generic ell, act) for all 8 elements "
+       "of G, with the gradient's chain rule checked against sympy.diff and the softmax backprop "
+       "equivariant under the generators; L=2, C=3 on the generators; at (4, 4) (interleaved "
+       "sets) the per-sample identities of f and softmax for the 15 generators; at (8, 8) the "
+       "identity of f for a transposition inside a set and a swap of two sets",
+       general=True, scope="all L, C >= 1")
 def prove_L4(proof: Proof) -> None:
+    _general_L4(proof)
+    _instances_L4(proof)
+
+
+def _instances_L4(proof: Proof) -> None:
     L, C = L4_FULL
     sets = _sets(L, C)
     D = L * C
