@@ -38,13 +38,17 @@ LABELS = {
     "initial": r"initial $Q_0 = \kappa I$",
     "wrong": "wrong partition",
     "joint": "joint $v$, $Q$ from scratch",
+    "ideal": "ideal attention $B/C$ (the bound)",
+    "pretrained_rule": "pretrained, at its time to the rule",
 }
 _COLORS = {
     "pretrained": COLORS["blue"], "identity": COLORS["orange"], "uniform": COLORS["green"],
     "initial": COLORS["purple"], "wrong": COLORS["sky"], "joint": COLORS["vermillion"],
+    "ideal": COLORS["black"], "pretrained_rule": COLORS["blue"],
 }
 _MARKERS = {"pretrained": "o", "identity": "v", "uniform": "s", "initial": "D", "wrong": "^",
-            "joint": "P"}
+            "joint": "P", "ideal": None, "pretrained_rule": None}
+_STYLES = {"ideal": "--", "pretrained_rule": ":"}
 
 
 @styled
@@ -84,6 +88,16 @@ def plot_ratio(summary: dict, ax):
     if bound.any():
         ax.plot(eps[bound], ratio[bound], "^", color=blue, ms=7, mfc="white",
                 label=r"lower bound (baselines censored at $N_{max}$)")
+    # the bound: the ideal attention's ratio against the same best baseline, with its CI
+    ideal = [(r.get("references") or {}).get("ideal") for r in rows]
+    if all(b is not None for b in ideal):
+        b_ratio = np.array([b["ratio"] for b in ideal], dtype=float)
+        b_lo = np.array([b["ratio_ci"][0] for b in ideal], dtype=float)
+        b_hi = np.array([b["ratio_ci"][1] for b in ideal], dtype=float)
+        ax.fill_between(eps, show(b_lo), show(b_hi), color=COLORS["black"], alpha=0.08, lw=0)
+        ax.plot(eps, np.where(b_ratio > 0, b_ratio, np.nan), color=COLORS["black"], ls="-.",
+                marker="x", ms=5, lw=1.1,
+                label="the bound: ideal attention $B/C$ in place of the pretrained one")
     for k, r in enumerate(rows):
         per = np.asarray(r.get("per_upstream_ratio", []), dtype=float)
         if per.size:
@@ -130,9 +144,17 @@ def plot_curves(summary: dict, ax):
         lo = np.asarray(rec["ci_low"], dtype=float)
         hi = np.asarray(rec["ci_high"], dtype=float)
         color = _COLORS.get(method, COLORS["black"])
-        ax.plot(N, mean, marker=_MARKERS.get(method, "o"), ms=3.5, color=color,
-                label=LABELS.get(method, method), lw=2.2 if method == "pretrained" else 1.3)
-        ax.fill_between(N, lo, hi, color=color, alpha=0.18, lw=0)
+        ax.plot(N, mean, marker=_MARKERS.get(method, "o"), ms=3.0, color=color,
+                ls=_STYLES.get(method, "-"), label=LABELS.get(method, method),
+                lw=2.2 if method == "pretrained" else 1.3)
+        if method not in _STYLES:
+            ax.fill_between(N, lo, hi, color=color, alpha=0.18, lw=0)
+        # cells stopped by the horizon while their loss still fell: open markers
+        diag = (summary.get("diagnostics") or {}).get(method) or {}
+        cut = np.array([bool((diag.get(str(int(n))) or {}).get("moving")) for n in N])
+        if cut.any():
+            ax.plot(N[cut], mean[cut], "o", ms=7, mfc="none", color=color, mew=1.2,
+                    label=f"{LABELS.get(method, method)}: cells cut while moving")
     grid = summary.get("eps_grid") or [r["eps"] for r in summary["by_eps"]]
     ax.axhspan(min(grid), max(grid), color="grey", alpha=0.12, lw=0,
                label=r"declared $\varepsilon$ range")
@@ -140,7 +162,7 @@ def plot_curves(summary: dict, ax):
     if floor is not None:
         ax.axhline(floor, color="grey", ls=":", lw=0.9, label="block-uniform floor")
     ax.set_xscale("log", base=2)
-    ticks = [n for n in summary["N"] if n in (1, 2, 4, 8) or n >= 16]
+    ticks = [n for n in summary["N"] if n & (n - 1) == 0]   # the powers of 2 of the grid
     ax.set_xticks(ticks)
     ax.set_xticklabels([str(n) for n in ticks])
     ax.minorticks_off()

@@ -42,6 +42,8 @@ VOCABULARY: dict[str, str] = {
     "--from": "a result folder written by an earlier patchassoc command, read instead of "
               "computed (check: a reproduction; solutions: a train run)",
     "--vit-from": "a result folder written by patchassoc vit (check decides claim 6 on it)",
+    "--upstream-from": "where claim 2's empirical-risk flows are (a reproduction, its seeds "
+                       "folder or a flows folder): transfer reads its upstream there",
     "--config": "a config.json written by train or population (or its folder): re-run what it "
                 "records, the configuration, seed and options",
     "--data-dir": "a folder of data-set files (vit reads it, data fills it)",
@@ -54,6 +56,8 @@ VOCABULARY: dict[str, str] = {
     "--shuffle-seeds": "how many seeds for the shuffled-patch runs",
     "--control-seeds": "how many seeds for the control models (of the --seeds)",
     "--recipe": "which declared training recipe (default or long)",
+    "--protocol": "which declared protocol (limit: the one that decides; budget: the first "
+                  "declaration's reading within a budget)",
     "--status": "report what a study folder holds so far, read only, and exit",
     "--ns": "the sample sizes N",
     "--ds": "the patch dimensions d",

@@ -120,7 +120,8 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
                      structure: Structure | None = None, test_data: Sample | None = None,
                      gram: bool = False, train_attention: bool = True,
                      diagonal: str = "trained", tol: float | None = None, progress: bool = False,
-                     desc: str = "gradient descent", keep: Sequence[int] = ()) -> Trajectory:
+                     desc: str = "gradient descent", keep: Sequence[int] = (),
+                     rest: float | None = None) -> Trajectory:
     """Run full-batch gradient descent and record metrics at the steps ``at``.
 
     Parameters
@@ -140,14 +141,19 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         ``"fixed"`` zeroes the diagonal of grad_Q (free logits only): diag(Q) never moves.
     tol : float, optional
         Stop as soon as the training loss is <= tol (the step is recorded).
+    rest : float, optional
+        Stop, at rest, as soon as the step would move the trained parameters (v, and theta when
+        the attention trains) by <= rest (1 + their norm), both norms Euclidean over all of them
+        (the step is recorded): a minimum of the empirical risk, for a sample it cannot fit.
     keep : steps at which copies of (v, theta) are kept in ``Trajectory.kept``; each is also
         recorded. Keeping and recording read the parameters only: the descent is the same.
 
     Returns
     -------
     Trajectory
-        ``status`` is ``"ok"``, ``"converged"`` (tol reached), ``"non-finite at step k"`` or
-        ``"interrupted at step k"``; in the last two cases the arrays hold what was recorded.
+        ``status`` is ``"ok"``, ``"converged"`` (tol reached), ``"at rest"`` (``rest``),
+        ``"non-finite at step k"`` or ``"interrupted at step k"``; in the last two cases the
+        arrays hold what was recorded.
     """
     keep = np.unique(np.asarray(keep, dtype=np.int64))
     if keep.size and (keep[0] < 0 or keep[-1] > steps):
@@ -219,21 +225,26 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
                 status = f"non-finite at step {step}"
                 break
             converged = tol is not None and out["loss"] <= tol
-            if step in record_set or converged or step == steps:
-                record(step, out, A)
-            if step in keep_set:
-                kept[step] = {"v": v.copy(), "theta": theta.copy()}
-            if converged:
-                status = "converged"
-                break
-            if step == steps:
-                break
-            v_next, theta_next = v - eta_v * out["grad_v"], theta
+            g = None
             if train_attention:
                 g = gram_grad(out["grad_Q"], theta) if gram else out["grad_Q"]
                 if fixed_diagonal:
                     g = g.copy()
                     np.fill_diagonal(g, 0.0)
+            at_rest = (not converged and rest is not None
+                       and _step_length(eta_v, out["grad_v"], eta_Q, g)
+                       <= rest * (1.0 + _length(v, theta if train_attention else None)))
+            if step in record_set or converged or at_rest or step == steps:
+                record(step, out, A)
+            if step in keep_set:
+                kept[step] = {"v": v.copy(), "theta": theta.copy()}
+            if converged or at_rest:
+                status = "converged" if converged else "at rest"
+                break
+            if step == steps:
+                break
+            v_next, theta_next = v - eta_v * out["grad_v"], theta
+            if train_attention:
                 theta_next = theta - eta_Q * g
             # one assignment (no call in it, so no interruption inside it): the state returned
             # after an interruption is always the state at steps_done
@@ -259,6 +270,20 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         arrays.update(topc_rows=None, share_mean=None, share_min=None)
     return Trajectory(**arrays, v=v, theta=theta, status=status, steps_done=step, gram=gram,
                       kept=kept)
+
+
+def _length(v: np.ndarray, theta: np.ndarray | None) -> float:
+    """The Euclidean norm of (v, theta) (theta None: of v), summed in index order."""
+    sq = fixed_order.dot(v, v)
+    if theta is not None:
+        flat = np.ascontiguousarray(theta).ravel()
+        sq += fixed_order.dot(flat, flat)
+    return math.sqrt(sq)
+
+
+def _step_length(eta_v: float, grad_v: np.ndarray, eta_Q: float, g: np.ndarray | None) -> float:
+    """The length of the GD step (eta_v grad_v, eta_Q g), summed in index order."""
+    return _length(eta_v * grad_v, None if g is None else eta_Q * g)
 
 
 @dataclass(frozen=True, eq=False)

@@ -327,12 +327,12 @@ def test_corrupt_cells_of_every_shape_are_recomputed_each_with_one_line(tmp_path
 
 @pytest.mark.parametrize("text", ["[1, 2]", "null", '{"method": "id'])
 def test_a_corrupt_transfer_cell_is_named_and_computed_again(tmp_path, capsys, text):
-    from patchassoc.simulations.studies.claim5_transfer.sweep import Cell, cell_path, load_cell
-    cell = Cell("identity", 100, 0)
-    cell_path(tmp_path, cell).write_text(text)
-    assert load_cell(tmp_path, cell, "f" * 16) is None
+    from patchassoc.simulations.studies.claim5_transfer.sweep import Group, group_path, load_group
+    group = Group(100, 0)
+    group_path(tmp_path, group).write_text(text)
+    assert load_group(tmp_path, group, ("identity",), "f" * 16) is None
     err = _lines(capsys.readouterr().err)
-    assert len(err) == 1 and str(cell_path(tmp_path, cell)) in err[0] and "corrupt" in err[0]
+    assert len(err) == 1 and str(group_path(tmp_path, group)) in err[0] and "corrupt" in err[0]
 
 
 def test_check_from_names_the_file_it_cannot_read(tmp_path, capsys):

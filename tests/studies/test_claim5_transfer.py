@@ -2,6 +2,7 @@
 cell, the statistics (N_eps, CIs, bootstrap ratio), the claim check and the figure."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -122,6 +123,15 @@ def test_method_logits():
         assert method_logits(m, up)[2] is (m == "joint")
     with pytest.raises(ValueError, match="unknown method"):
         method_logits("random", up)
+    # the ideal attention is B / C exactly, frozen; the upstream at its time to the rule needs one
+    ideal, gram, trained = method_logits("ideal", up)
+    assert np.array_equal(kernels.softmax_rows(ideal), up.structure.same_set() / up.structure.C)
+    assert not gram and not trained
+    with pytest.raises(ValueError, match="time to the rule"):
+        method_logits("pretrained_rule", up)
+    ruled = dataclasses.replace(up, theta_rule=2.0 * up.structure.same_set())
+    assert np.array_equal(method_logits("pretrained_rule", ruled)[0], ruled.theta_rule)
+    assert ruled.fingerprint() != up.fingerprint()
 
 
 # -- test error ---------------------------------------------------------------------------------
@@ -272,12 +282,49 @@ def test_protocol_constants_match_the_spec_text():
         float(rule.group(1)), int(rule.group(2)) / 100, float(rule.group(3)))
 
 
+def test_the_limit_protocol_matches_the_spec_amendment():
+    """Issue 47's protocol, read from the amendment of SPEC item 5, against protocol.py."""
+    spec = _spec_item5()
+    start = spec.index("The protocol that decides claim 5")
+    text = spec[start:]
+    def sci(x):    # 1e-4 as SPEC writes it
+        return f"{x:.0e}".replace("e-0", "e-")
+    assert f"training loss is\n       <= {sci(P.STOP_LOSS)}" in text or \
+        f"training loss is <= {sci(P.STOP_LOSS)}" in text
+    assert re.search(r"by <= ([\de.-]+) \(1 \+ \|\|theta\|\|\) \(\"at rest\"", text).group(1) \
+        == sci(P.REST)
+    H = re.search(r"t = H = ([\d,]+) steps", text).group(1)
+    assert int(H.replace(",", "")) == P.HORIZON == P.LIMIT.steps
+    assert f"training loss was <= {sci(P.CHECKPOINT_LOSS)}" in text
+    moving = re.search(r"fell by more than (\d+) % over its last ([\d,]+) steps", text)
+    assert (float(moving.group(1)) / 100, int(moving.group(2).replace(",", ""))) == (
+        P.MOVING_DROP, P.MOVING_WINDOW)
+    grid = re.search(r"Grid: N = 1, 2, \.\.\., (\d+), then ([\d, ]+) \(ratio sqrt 2, "
+                     r"rounded; N_max = (\d+)\)", text)
+    top, rest, n_max = grid.groups()
+    assert P.LIMIT_N_GRID == tuple(range(1, int(top) + 1)) + tuple(
+        int(x) for x in rest.replace(" ", "").split(","))
+    assert P.integer_end(P.LIMIT_N_GRID) == int(top)
+    assert P.LIMIT_N_MAX == int(n_max) == P.LIMIT.N_max
+    assert "omega = 1e-3, eta_v = 0.1" in text and (P.OMEGA, P.ETA_V) == (1e-3, 0.1)
+    assert "with the upstream eta_Q = 50, the diagonal held at kappa" in text
+    assert P.LIMIT.joint_diagonal == "fixed" and P.BUDGET.joint_diagonal == "trained"
+    assert "20,000 fresh projected images per cell" in text and P.N_TEST == 20000
+    assert "horizon T = 1e15" in text and P.LIMIT.upstream == "flow"
+    from patchassoc.simulations.engines.population.flow import T_MAX
+    assert T_MAX == 1e15
+
+
 def test_the_command_reads_the_declared_setting():
     from patchassoc.simulations.studies.claim5_transfer import pipeline as command
     cfg = preset("ref")
     st = command.setting_for(cfg, {"sigma": 0.3})
-    assert (st.omega, st.eta_v, st.steps, st.tol, st.n_test) == (
-        P.OMEGA, P.ETA_V, P.STEPS, P.TOL, P.N_TEST)
+    assert (st.omega, st.eta_v, st.steps, st.tol, st.n_test, st.checkpoint, st.rest,
+            st.joint_diagonal) == (P.OMEGA, P.ETA_V, P.HORIZON, P.STOP_LOSS, P.N_TEST,
+                                   P.CHECKPOINT_LOSS, P.REST, "fixed")
+    old = command.setting_for(cfg, {"sigma": 0.3}, protocol=P.BUDGET)
+    assert (old.steps, old.tol, old.checkpoint, old.rest, old.joint_diagonal) == (
+        P.STEPS, P.TOL, None, None, "trained")
     assert st.q == cfg.q and st.noise == cfg.noise and st.sigma == 0.3
     assert command.upstream_config(cfg).diagonal == P.UPSTREAM_DIAGONAL
     assert command.upstream_config(preset("ref", param="gram")).diagonal == "trained"
@@ -518,14 +565,14 @@ def test_an_interrupted_descent_never_becomes_a_cell(monkeypatch):
     (and the sweep store) half a run."""
     import dataclasses
 
-    from patchassoc.simulations.studies.claim5_transfer import tasks
+    from patchassoc.simulations.studies.claim5_transfer import fine_tuning
 
-    real = tasks.gradient_descent
+    real = fine_tuning.gradient_descent
 
     def interrupted(*args, **kwargs):
         return dataclasses.replace(real(*args, **kwargs), status="interrupted at step 3")
 
-    monkeypatch.setattr(tasks, "gradient_descent", interrupted)
+    monkeypatch.setattr(fine_tuning, "gradient_descent", interrupted)
     with pytest.raises(KeyboardInterrupt, match="interrupted at step 3"):
         run_cell(TransferTask(tiny_upstream(), tiny_setting()), "uniform", 8, 0)
 

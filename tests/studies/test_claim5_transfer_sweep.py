@@ -1,6 +1,7 @@
-"""Sweeps of the transfer study: the plan, per-cell storage, several upstream runs, the process
-pool, the Dask backend, resumption after an interruption (no finished cell recomputed, the same
-table), and the ``patchassoc transfer`` command on the tiny preset."""
+"""Sweeps of the transfer study: the plan, its groups and their storage, several upstream runs,
+the process pool, the Dask backend, resumption after an interruption (no finished group
+recomputed, the same table), and the ``patchassoc transfer`` command on the tiny preset (both
+protocols)."""
 from __future__ import annotations
 
 import json
@@ -13,8 +14,9 @@ from patchassoc.simulations.runtime.results import read_json
 from patchassoc.simulations.studies.claim5_transfer import analysis
 from patchassoc.simulations.studies.claim5_transfer import protocol as P
 from patchassoc.simulations.studies.claim5_transfer.sweep import (
-    Cell, cell_path, load_cell, plan, run_sweep)
-from patchassoc.simulations.studies.claim5_transfer.tasks import METHODS, TransferTask, run_cell
+    Cell, Group, group_path, groups_of, load_group, plan, run_sweep)
+from patchassoc.simulations.studies.claim5_transfer.tasks import (METHODS, TransferTask, run_cell,
+                                                                 run_group)
 
 from .test_claim5_transfer import tiny_setting, tiny_upstream
 
@@ -36,20 +38,21 @@ def table_of(outcome, cells) -> dict:
 
 
 def stored_state(folder):
-    """(inode, mtime_ns, bytes) of every stored cell: a rewrite changes at least the inode."""
+    """(inode, mtime_ns, bytes) of every stored group: a rewrite changes at least the inode."""
     return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes())
             for p in sorted(folder.glob("*.json"))}
 
 
 class Counter:
-    """A cell function that records which cells it computed (in-process backend only)."""
+    """A group function that records which groups it computed (in-process backend only)."""
 
     def __init__(self):
-        self.cells = []
+        self.groups = []
 
-    def __call__(self, task, cell):
-        self.cells.append(cell)
-        return run_cell(task, cell.method, cell.N, cell.seed)
+    def __call__(self, task, spec):
+        group, methods = spec
+        self.groups.append(group)
+        return run_group(task, group.N, group.seed, methods)
 
 
 class Stop(Exception):
@@ -66,8 +69,9 @@ def stop_after(k):
     return hook
 
 
-def _cell(task, cell):  # module level: picklable for worker processes and Dask
-    return run_cell(task, cell.method, cell.N, cell.seed)
+def _group(task, spec):  # module level: picklable for worker processes and Dask
+    group, methods = spec
+    return run_group(task, group.N, group.seed, methods)
 
 
 # -- plan and storage ---------------------------------------------------------------------------
@@ -78,6 +82,11 @@ def test_plan_covers_the_grid_largest_N_first():
     assert [c.N for c in cells] == sorted((c.N for c in cells), reverse=True)
     assert Cell("joint", 8, 3).key == "u00-joint-N000008-s003"
     assert Cell("joint", 8, 3, 2).key == "u02-joint-N000008-s003"
+    assert Cell("joint", 8, 3, 2).group == Group(8, 3, 2) and Group(8, 3, 2).key == \
+        "u02-N000008-s003"
+    groups = groups_of(cells)
+    assert len(groups) == 2 * len(SEEDS) and all(m == METHODS for m in groups.values())
+    assert [g.N for g in groups] == sorted((g.N for g in groups), reverse=True)
     both = plan(METHODS, NS, SEEDS, upstreams=(0, 1))
     assert len(both) == 2 * len(cells) and {c.upstream for c in both} == {0, 1}
     with pytest.raises(ValueError, match="unknown method"):
@@ -88,19 +97,28 @@ def test_plan_covers_the_grid_largest_N_first():
         plan(METHODS, NS, SEEDS, upstreams=[1, 1])
 
 
-def test_cells_are_stored_and_reloaded_exactly(tmp_path):
+def test_groups_are_stored_and_reloaded_exactly(tmp_path):
     task = tiny_task()
     cells = plan(["pretrained", "uniform"], NS, [0])
     out = run_sweep(task, cells, tmp_path, jobs=1)
     assert set(out.computed) == set(cells) and out.reused == ()
-    for c in cells:
-        stored = read_json(cell_path(tmp_path, c))
+    for g, methods in groups_of(cells).items():
+        stored = read_json(group_path(tmp_path, g))
         assert stored["fingerprint"] == task.fingerprint()
-        assert load_cell(tmp_path, c, task.fingerprint()) == out.results[c]
+        loaded = load_group(tmp_path, g, methods, task.fingerprint())
+        assert all(loaded[m] == out.results[Cell(m, g.N, g.seed)] for m in methods)
+    assert len(list(tmp_path.glob("*.json"))) == len(NS)    # one file per group
     assert not list(tmp_path.glob(".*.tmp"))          # atomic writes leave no temporary file
+    # a group asked for with a method it does not hold is computed again
+    more = plan(["pretrained", "uniform", "identity"], NS, [0])
+    again = run_sweep(task, more, tmp_path, jobs=1)
+    assert set(again.computed) == set(more)
+    strip = lambda r: {k: v for k, v in r.to_dict().items()  # noqa: E731
+                       if k not in ("seconds", "cpu_seconds")}
+    assert all(strip(again.results[c]) == strip(out.results[c]) for c in cells)
 
 
-def test_cells_of_another_sweep_or_corrupt_files_are_recomputed(tmp_path):
+def test_groups_of_another_sweep_or_corrupt_files_are_recomputed(tmp_path):
     task = tiny_task()
     cells = plan(["pretrained"], NS, [0, 1])
     run_sweep(task, cells, tmp_path, jobs=1)
@@ -108,11 +126,12 @@ def test_cells_of_another_sweep_or_corrupt_files_are_recomputed(tmp_path):
     assert other.fingerprint() != task.fingerprint()
     out = run_sweep(other, cells, tmp_path, jobs=1)
     assert set(out.computed) == set(cells)
-    cell_path(tmp_path, cells[0]).write_text('{"method": "pretrained", "N": ')   # torn file
+    group_path(tmp_path, cells[0].group).write_text('{"fingerprint": ')   # torn file
     out = run_sweep(other, cells, tmp_path, jobs=1)
     assert out.computed == (cells[0],) and set(out.reused) == set(cells[1:])
-    stored = read_json(cell_path(tmp_path, cells[1]))                  # a half run is not a cell
-    cell_path(tmp_path, cells[1]).write_text(json.dumps(dict(stored, status="interrupted at 2")))
+    stored = read_json(group_path(tmp_path, cells[1].group))        # a half run is not a cell
+    stored["results"][0]["status"] = "interrupted at 2"
+    group_path(tmp_path, cells[1].group).write_text(json.dumps(stored))
     out = run_sweep(other, cells, tmp_path, jobs=1)
     assert out.computed == (cells[1],)
 
@@ -144,24 +163,24 @@ def test_interrupted_sweep_resumes_without_recomputing_and_gives_the_same_table(
     reference = table_of(full, cells)
 
     folder = tmp_path / "interrupted"
-    k = 13
+    k = 2 * len(METHODS) + 1              # the hook stops in the third group, once it is stored
     with pytest.raises(Stop):
         run_sweep(task, cells, folder, jobs=1, on_cell=stop_after(k))
     finished = stored_state(folder)
-    assert len(finished) == k
+    assert len(finished) == 3
     counter = Counter()
     resumed = run_sweep(task, cells, folder, jobs=1, compute=counter)
-    done_keys = set(finished)
-    assert len(counter.cells) == len(cells) - k                      # counted computations
-    assert not {cell_path(folder, c).name for c in counter.cells} & done_keys
-    assert {cell_path(folder, c).name for c in resumed.reused} == done_keys
+    n_groups = len(groups_of(cells))
+    assert len(counter.groups) == n_groups - 3                      # counted computations
+    assert not {group_path(folder, g).name for g in counter.groups} & set(finished)
+    assert {group_path(folder, c.group).name for c in resumed.reused} == set(finished)
     after = stored_state(folder)
     assert all(after[name] == state for name, state in finished.items())   # never rewritten
     assert table_of(resumed, cells) == reference                           # exactly equal
     # a third run computes nothing
     again = Counter()
     run_sweep(task, cells, folder, jobs=1, compute=again)
-    assert again.cells == []
+    assert again.groups == []
 
 
 def test_process_pool_interrupted_and_resumed_matches_in_process_results(tmp_path):
@@ -170,12 +189,13 @@ def test_process_pool_interrupted_and_resumed_matches_in_process_results(tmp_pat
     serial = run_sweep(task, cells, tmp_path / "serial", jobs=1)
     folder = tmp_path / "pool"
     with pytest.raises(Stop):
-        run_sweep(task, cells, folder, jobs=2, on_cell=stop_after(5), compute=_cell)
+        run_sweep(task, cells, folder, jobs=2, on_cell=stop_after(len(METHODS)),
+                  compute=_group)
     finished = stored_state(folder)
-    assert len(finished) == 5
-    resumed = run_sweep(task, cells, folder, jobs=2, compute=_cell)
-    assert len(resumed.computed) == len(cells) - 5
-    assert {cell_path(folder, c).name for c in resumed.computed}.isdisjoint(finished)
+    assert len(finished) >= 1
+    resumed = run_sweep(task, cells, folder, jobs=2, compute=_group)
+    assert len(resumed.computed) == len(cells) - len(METHODS) * len(finished)
+    assert {group_path(folder, c.group).name for c in resumed.computed}.isdisjoint(finished)
     assert all(stored_state(folder)[n] == s for n, s in finished.items())
     strip = lambda r: {k: v for k, v in r.to_dict().items()  # noqa: E731
                        if k not in ("seconds", "cpu_seconds")}
@@ -196,7 +216,7 @@ def test_dask_backend_gives_the_same_cells(tmp_path):
     for c in cells:
         assert out.results[c].test_error == serial.results[c].test_error
         assert out.results[c].alpha == serial.results[c].alpha
-    assert len(list((tmp_path / "dask").glob("*.json"))) == len(cells)
+    assert len(list((tmp_path / "dask").glob("*.json"))) == len(groups_of(cells))
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -206,8 +226,10 @@ def small_calibration(monkeypatch):
     same, tested in test_transfer.py) and a short quick grid."""
     monkeypatch.setattr(P, "CALIBRATION_IMAGES", 20000)
     monkeypatch.setattr(P, "CALIBRATION_ITERATIONS", 10)
-    monkeypatch.setitem(P.QUICK, "Ns", (1, 2, 3, 8))
-    monkeypatch.setitem(P.QUICK, "n_boot", 100)
+    for quick in (P.QUICK, P.LIMIT_QUICK):
+        monkeypatch.setitem(quick, "Ns", (1, 2, 3, 8))
+        monkeypatch.setitem(quick, "n_boot", 100)
+        monkeypatch.setitem(quick, "calibration_images", 20000)
 
 
 def test_transfer_help_documents_the_declared_setting(capsys):
@@ -215,54 +237,69 @@ def test_transfer_help_documents_the_declared_setting(capsys):
         main(["transfer", "--help"])
     assert exc.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "5 upstream seeds x 10 downstream seeds" in text
+    assert "5 upstream x 10 downstream seeds" in text
+    assert "empirical-risk flow at its horizon T = 1e15" in text
     assert "block-uniform floor is 1.5 percent" in text
+    assert "until the training loss is <= 0.0001, or at rest, or 30,000 steps" in text
+    assert "N in 1..64, 91, 128, 181, 256" in text
     assert "eps in {3, 4, 5, 6, 7, 8, 9, 10} percent" in text
     assert "--dask ADDRESS" in text and "--jobs K" in text and "--quick" in text
-    assert "--upstream-seeds U" in text
+    assert "--upstream-seeds U" in text and "--protocol {limit,budget}" in text
+    assert "--upstream-from DIR" in text
 
 
-def test_transfer_command_rejects_bad_options(capsys):
+def test_transfer_command_rejects_bad_options(capsys, tmp_path):
     assert main(["transfer", "--seeds", "1", "--quiet"]) == 2
     assert "seeds" in capsys.readouterr().err
     assert main(["transfer", "--upstream-seeds", "0", "--quiet"]) == 2
     assert "upstream-seeds" in capsys.readouterr().err
     assert main(["transfer", "--jobs", "0", "--quiet"]) == 2
+    capsys.readouterr()
+    assert main(["transfer", "--upstream-from", str(tmp_path / "none"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such folder" in err[0]
+    assert main(["transfer", "--protocol", "budget", "--upstream-from", str(tmp_path),
+                 "--quiet"]) == 2
+    assert "needs --protocol limit" in capsys.readouterr().err
 
 
-def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys,
-                                                                small_calibration):
+def test_transfer_command_budget_protocol_on_the_tiny_preset_writes_and_resumes(
+        tmp_path, capsys, small_calibration):
     out = tmp_path / "transfer"
-    args = ["transfer", "--preset", "tiny", "--set", "steps=60", "--quick", "--seeds", "2",
-            "--upstream-seeds", "2", "--jobs", "1", "--out", str(out), "--json"]
+    args = ["transfer", "--protocol", "budget", "--preset", "tiny", "--set", "steps=60",
+            "--quick", "--seeds", "2", "--upstream-seeds", "2", "--jobs", "1", "--out", str(out),
+            "--json"]
     assert main(args) == 0
     printed = capsys.readouterr().out
     summary = json.loads(printed)                      # exactly one JSON object on stdout
     assert printed.count("\n") == 1
-    assert set(summary["methods"]) == set(METHODS)
+    methods = set(METHODS) | {"ideal"}
+    assert set(summary["methods"]) == methods and summary["references"] == ["ideal"]
+    assert summary["protocol"] == "budget"
     assert summary["N"] == [1, 2, 3, 8] and summary["eps_grid"] == list(P.EPS_GRID)
     assert [r["eps"] for r in summary["by_eps"]] == list(P.EPS_GRID)
     for row in summary["by_eps"]:
         assert set(row) >= {"n_eps", "ratio", "ratio_ci", "best_baseline", "censored",
-                            "per_upstream_ratio"}
-        assert len(row["per_upstream_ratio"]) == 2
+                            "per_upstream_ratio", "references"}
+        assert len(row["per_upstream_ratio"]) == 2 and row["best_baseline"] != "ideal"
     assert summary["n_upstream"] == 2 and summary["n_downstream"] == 2
-    assert summary["declared"] == json.loads(json.dumps(P.declared()))
+    assert summary["declared"] == json.loads(json.dumps(P.declared("budget")))
     assert summary["setting"]["n_test"] == P.N_TEST
     assert summary["setting"]["calibration"]["target"] == P.FLOOR_TARGET
     assert summary["upstream"]["config"]["diagonal"] == P.UPSTREAM_DIAGONAL
     assert summary["claim5"]["status"] == "preview"     # a preview is never a verdict
     assert "--quick" in summary["preview_reasons"]
-    n_cells = len(METHODS) * len(summary["N"]) * 2 * 2
-    assert summary["timing"]["cells_computed"] == n_cells
-    assert len(list((out / "cells").glob("*.json"))) == n_cells
+    n_groups = len(summary["N"]) * 2 * 2
+    assert summary["timing"]["cells_computed"] == len(methods) * n_groups
+    assert len(list((out / "cells").glob("*.json"))) == n_groups
     assert all((out / name).exists() for name in ("transfer.json", "transfer.png",
                                                   "transfer.pdf", "calibration.json",
                                                   "pretrained/u0/arrays.npz",
                                                   "pretrained/u1/arrays.npz"))
     assert main(args) == 0                             # resumed: nothing recomputed
     again = json.loads(capsys.readouterr().out)
-    assert again["timing"]["cells_computed"] == 0 and again["timing"]["cells_reused"] == n_cells
+    assert again["timing"]["cells_computed"] == 0
+    assert again["timing"]["cells_reused"] == len(methods) * n_groups
     assert again["setting"]["calibration"]["source"] == str(out / "calibration.json")
     assert [r["source"] for r in again["upstream"]["runs"]] == \
         [str(out / "pretrained" / f"u{u}") for u in range(2)]
@@ -270,32 +307,54 @@ def test_transfer_command_on_the_tiny_preset_writes_and_resumes(tmp_path, capsys
         assert again[key] == summary[key]
 
 
-def test_reproduce_step_reuses_the_seeds_runs_and_lists_its_figures(tmp_path, monkeypatch,
-                                                                     small_calibration):
+def test_transfer_command_at_the_limit_runs_or_reads_the_flows(tmp_path, capsys,
+                                                               small_calibration):
+    """With no flows to read the command runs claim 2's flows into its folder; given them with
+    --upstream-from it reads the same states and gives the same numbers."""
+    out = tmp_path / "first"
+    args = ["transfer", "--preset", "tiny", "--quick", "--seeds", "2", "--jobs", "1", "--json"]
+    assert main(args + ["--out", str(out)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["protocol"] == "limit" and first["upstream"]["kind"] == "flow"
+    run = first["upstream"]["runs"][0]
+    assert run["source"] == str(out / "upstream" / "flows" / "flow-seed-000")
+    assert run["t"] == 1e15 and run["diagonal"] == "fixed"
+    assert set(first["references"]) <= {"ideal", "pretrained_rule"}
+    assert "ideal" in first["references"]
+    for m in first["methods"]:
+        stops = {k for row in first["diagnostics"][m].values() for k in row["stops"]}
+        assert stops <= {"fitted", "at rest", "horizon", "non-finite"} and stops
+    second = tmp_path / "second"
+    assert main(args + ["--out", str(second), "--upstream-from", str(out / "upstream")]) == 0
+    read = json.loads(capsys.readouterr().out)
+    assert not (second / "upstream").exists()
+    assert read["by_eps"] == first["by_eps"] and read["methods"] == first["methods"]
+
+
+def test_reproduce_step_reads_the_seeds_flows_and_lists_its_figures(tmp_path, monkeypatch,
+                                                                    small_calibration):
     from pathlib import Path
 
     from patchassoc.cli.main_reproduce import _run_study
-    from patchassoc.simulations.engines.sampled_descent import train
+    from patchassoc.simulations.studies.claim2_flow import FlowSeedCell, run_flow_seeds
     from patchassoc.simulations.studies.claim5_transfer import pipeline as command
     from patchassoc.theory.config import preset
 
-    monkeypatch.setitem(P.QUICK, "Ns", (1, 4))
-    monkeypatch.setitem(P.QUICK, "downstream_seeds", 2)
-    monkeypatch.setitem(P.QUICK, "upstream_seeds", 2)
+    monkeypatch.setitem(P.LIMIT_QUICK, "Ns", (1, 4))
     config = preset("tiny", steps=40)
-    # claim 2's seeds step: the same run (the upstream diagonal), other test images, for the
-    # first upstream seed only
-    seeds = tmp_path / "seeds" / "seeds"
-    train(command.upstream_config(config).replace(n_test=700), seed=3).save(seeds / "seed-003")
-    summary = _run_study("transfer", command.reproduce, {}, tmp_path / "transfer", config, 3, True,
-                         False)
-    assert summary["upstream"]["runs"][0]["source"] == str(seeds / "seed-003")
-    assert summary["upstream"]["runs"][1]["source"] == "trained"
+    # the seeds step's flow of the first upstream seed; the command runs the other one
+    flows = tmp_path / "seeds" / "flows"
+    monkeypatch.setitem(P.LIMIT_QUICK, "upstream_seeds", 2)
+    run_flow_seeds(command._flow_config(config, True), [FlowSeedCell(3)], flows)
+    summary = _run_study("transfer", command.reproduce, {}, tmp_path / "transfer", config, 3,
+                         True, False)
+    assert summary["upstream"]["runs"][0]["source"] == str(flows / "flow-seed-003")
+    assert summary["upstream"]["runs"][1]["source"] == \
+        str(tmp_path / "transfer" / "upstream" / "flows" / "flow-seed-004")
     assert summary["upstream_seeds"] == [3, 4]
-    assert not (tmp_path / "transfer" / "pretrained" / "u0").exists()
-    assert (tmp_path / "transfer" / "pretrained" / "u1").exists()
     assert summary["figures"] and all(Path(p).exists() for p in summary["figures"])
     assert {Path(p).suffix for p in summary["figures"]} == {".png", ".pdf"}
     assert summary["N"] == [1, 4] and summary["n_downstream"] == 2
+    assert summary["budget_reading"] is None
     assert "exit_status" not in summary
     assert set(command.claim5(summary)) >= {"claim", "measured", "threshold", "passed", "detail"}

@@ -32,4 +32,4 @@ def test_a_fail_names_its_cause_and_a_preview_keeps_it_aside():
     prev = as_preview(rec)
     assert "cause" not in prev and prev["values"]["preview_cause"]["code"] == "i"
     with pytest.raises(ValueError):
-        with_cause(rec, "v", "")
+        with_cause(rec, "vi", "")

@@ -128,8 +128,8 @@ def _fin(x):
 
 
 def summarize(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps_grid: Sequence[float], *,
-              pretrained: str = "pretrained", n_boot: int = N_BOOT, seed: int = 0,
-              confidence: float = CONFIDENCE) -> dict:
+              pretrained: str = "pretrained", references: Sequence[str] = (),
+              n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> dict:
     """The study's tables over the eps grid.
 
     Parameters
@@ -138,12 +138,17 @@ def summarize(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps_grid: Sequ
         method); a 2-d array (len(Ns), K) is read as one upstream seed.
     Ns : strictly increasing grid of sample sizes.
     eps_grid : the targets.
+    references : methods of ``table`` read beside the comparison, never a baseline (the ideal
+        attention, the upstream at its time to the rule): each gets its own ratio against the
+        best baseline, with its CI from the same bootstrap replicates.
 
     Returns
     -------
     dict (JSON-ready): ``methods`` (mean curve and its bootstrap band, N_eps per eps),
     ``by_eps`` (one row per eps: N_eps of every method with brackets and flags, best baseline,
-    ratio, CI, per-upstream ratios), ``n_upstream``, ``n_downstream``, ``bootstrap``.
+    ratio, CI, per-upstream ratios, ``references``: each reference's ratio and CI, and
+    ``segment_end``: the methods whose N_eps is the last point of the grid's integer part or
+    N_max, where a segment of the grid ends), ``n_upstream``, ``n_downstream``, ``bootstrap``.
     """
     Ns = [int(n) for n in Ns]
     grid = _check_grid(Ns)
@@ -151,7 +156,8 @@ def summarize(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps_grid: Sequ
         raise ValueError("Ns must be integers")
     if pretrained not in table:
         raise ValueError(f"the table has no {pretrained!r} method")
-    baselines = [m for m in table if m != pretrained]
+    references = [m for m in references if m in table]
+    baselines = [m for m in table if m != pretrained and m not in references]
     if not baselines:
         raise ValueError("the table needs at least one baseline")
     eps_grid = [float(e) for e in eps_grid]
@@ -169,7 +175,11 @@ def summarize(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps_grid: Sequ
                          f"{sorted(shapes)}")
     U, K, _ = next(iter(shapes))
     n_max = float(Ns[-1])
-    methods = [pretrained] + baselines
+    k_end = 0
+    while k_end + 1 < len(Ns) and Ns[k_end + 1] == Ns[k_end] + 1:
+        k_end += 1
+    integer_end = float(Ns[k_end])
+    methods = [pretrained] + baselines + references
     W = bootstrap_weights(U, K, n_boot, seed)
     means = {m: arrays[m].mean(axis=(0, 1)) for m in methods}
     reps = {m: np.einsum("buk,ukn->bn", W, arrays[m]) / (U * K) for m in methods}
@@ -199,6 +209,16 @@ def summarize(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps_grid: Sequ
         for m in methods:
             out_methods[m]["n_eps"].append(_fin(ne[m]))
             out_methods[m]["reached"].append(bool(math.isfinite(ne[m])))
+        refs = {}
+        for m in references:
+            r_ref = float(ratio_of(ne[best], ne[m], n_max))
+            rb = ratio_of(best_b, ne_b[m], n_max)
+            refs[m] = {"n_eps": _fin(ne[m]), "ratio": r_ref,
+                       "ratio_is_lower_bound": bool(best_censored and math.isfinite(ne[m])),
+                       "censored": bool(math.isinf(ne[m])),
+                       "ratio_ci": [float(_order_stat(rb, alpha)),
+                                    float(_order_stat(rb, 1 - alpha))],
+                       "fraction_censored": float(np.mean(np.isinf(ne_b[m])))}
         rows.append({
             "eps": eps,
             "n_eps": {m: _fin(ne[m]) for m in methods},
@@ -213,9 +233,14 @@ def summarize(table: Mapping[str, np.ndarray], Ns: Sequence[int], eps_grid: Sequ
             "fraction_pretrained_censored": float(np.mean(np.isinf(ne_b[pretrained]))),
             "fraction_baselines_censored": float(np.mean(np.isinf(best_b))),
             "per_upstream_ratio": [float(x) for x in r_u],
+            "references": refs,
+            "segment_end": [m for m in methods if ne[m] in (integer_end, n_max)],
+            "pretrained_interpolated": bool(math.isfinite(ne[pretrained])
+                                            and ne[pretrained] > integer_end),
         })
     return {"N": Ns, "eps_grid": eps_grid, "n_upstream": int(U), "n_downstream": int(K),
-            "pretrained": pretrained, "baselines": baselines, "methods": out_methods,
+            "pretrained": pretrained, "baselines": baselines, "references": references,
+            "integer_end": int(integer_end), "methods": out_methods,
             "by_eps": rows,
             "bootstrap": {"kind": "hierarchical (upstream, then downstream within)",
                           "replicates": int(n_boot), "confidence": float(confidence),

@@ -28,6 +28,7 @@ SPEC section 6, claim 5.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,7 +39,9 @@ __all__ = ["UPSTREAM_SEEDS", "DOWNSTREAM_SEEDS", "UPSTREAM_DIAGONAL", "EPS_GRID"
            "FLOOR_TARGET", "N_GRID", "N_MAX", "OMEGA", "ETA_V", "STEPS", "TOL", "N_TEST",
            "CALIBRATION_IMAGES", "CALIBRATION_SCALES", "CALIBRATION_SEED", "N_BOOT",
            "CONFIDENCE", "RATIO_MIN", "CI_LOW_MIN", "QUICK", "declared", "block_floor",
-           "calibrate_sigma"]
+           "calibrate_sigma", "PROTOCOLS", "Protocol", "LIMIT", "BUDGET", "protocol_of",
+           "STOP_LOSS", "CHECKPOINT_LOSS", "REST", "HORIZON", "MOVING_WINDOW", "MOVING_DROP",
+           "LIMIT_N_GRID", "LIMIT_N_MAX", "LIMIT_QUICK", "integer_end"]
 
 #: Upstream (pretraining) seeds: s, s+1, ..., s+4 for the run's seed s.
 UPSTREAM_SEEDS = 5
@@ -86,17 +89,104 @@ QUICK = dict(upstream_seeds=1, downstream_seeds=2, Ns=tuple(range(1, 9)) + (16, 
              upstream_n_train=2000)
 
 
-def declared() -> dict:
-    """The declared setting as a JSON-ready dict (recorded in every summary)."""
-    return {"upstream_seeds": UPSTREAM_SEEDS, "downstream_seeds": DOWNSTREAM_SEEDS,
-            "upstream_diagonal": UPSTREAM_DIAGONAL, "eps_grid": list(EPS_GRID),
-            "floor_target": FLOOR_TARGET, "N_grid": list(N_GRID), "N_max": N_MAX,
-            "omega": OMEGA, "eta_v": ETA_V, "steps": STEPS, "tol": TOL, "n_test": N_TEST,
-            "calibration_images": CALIBRATION_IMAGES,
-            "calibration_scales": [CALIBRATION_SCALES[0], CALIBRATION_SCALES[-1],
-                                   len(CALIBRATION_SCALES)],
-            "n_boot": N_BOOT, "confidence": CONFIDENCE, "ratio_min": RATIO_MIN,
-            "ci_low_min": CI_LOW_MIN, "source": "docs/SPEC.md section 6, item 5"}
+# -- the protocol that decides claim 5 (issue 47) -----------------------------------------------
+#: Every method is trained by GD until the first of: training loss <= STOP_LOSS ("fitted"), a
+#: step that moves the parameters by <= REST (1 + ||theta||) ("at rest"), HORIZON steps.
+STOP_LOSS = 1e-4
+#: The earlier reading of each cell: its test error where its training loss first was <= this.
+CHECKPOINT_LOSS = 1e-3
+REST = 1e-9
+HORIZON = 30_000
+#: A cell stopped by the horizon is "cut while moving" when its training loss fell by more than
+#: MOVING_DROP (relative) over its last MOVING_WINDOW steps.
+MOVING_WINDOW = 3_000
+MOVING_DROP = 0.01
+#: 1, 2, ..., 64, then ratio sqrt(2) (rounded) to 256.
+LIMIT_N_MAX = 256
+LIMIT_N_GRID = tuple(range(1, 65)) + (91, 128, 181, 256)
+#: ``--quick`` under the protocol at the limit (a preview: the quick seeds step's flows).
+LIMIT_QUICK = dict(upstream_seeds=1, downstream_seeds=2, Ns=tuple(range(1, 9)) + (16, 32),
+                   n_boot=500, calibration_images=100_000)
+
+
+def integer_end(Ns) -> int:
+    """The last point of the grid's leading run of consecutive integers (64 for the grid at the
+    limit, 8 for the first one): N_eps up to it are read exactly."""
+    Ns = [int(n) for n in Ns]
+    k = 0
+    while k + 1 < len(Ns) and Ns[k + 1] == Ns[k] + 1:
+        k += 1
+    return Ns[k]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How the cells of one reading are trained and where its upstream comes from.
+
+    ``name``: ``"limit"`` (the verdict since issue 47) or ``"budget"`` (the first declaration,
+    a reading within a budget). ``steps`` is the horizon in GD steps, ``tol`` the training loss
+    that stops a cell, ``checkpoint`` the loss of its earlier reading (None: none), ``rest`` the
+    relative step of a cell at rest (None: not tested), ``joint_diagonal`` how joint trains the
+    diagonal of Q, ``upstream`` ``"flow"`` (claim 2's empirical-risk flow at T) or ``"gd"``
+    (claim 2's GD run of the config's steps).
+    """
+
+    name: str
+    steps: int
+    tol: float
+    checkpoint: float | None
+    rest: float | None
+    joint_diagonal: str
+    upstream: str
+    N_grid: tuple
+    quick: dict
+
+    @property
+    def N_max(self) -> int:
+        return int(self.N_grid[-1])
+
+    def declared(self) -> dict:
+        """The protocol's declared setting, as recorded in every summary."""
+        out = {"protocol": self.name, "upstream_seeds": UPSTREAM_SEEDS,
+               "downstream_seeds": DOWNSTREAM_SEEDS, "upstream_diagonal": UPSTREAM_DIAGONAL,
+               "upstream": self.upstream, "eps_grid": list(EPS_GRID),
+               "floor_target": FLOOR_TARGET, "N_grid": list(self.N_grid),
+               "N_max": self.N_max, "integer_end": integer_end(self.N_grid),
+               "omega": OMEGA, "eta_v": ETA_V, "steps": self.steps, "tol": self.tol,
+               "checkpoint": self.checkpoint, "rest": self.rest,
+               "joint_diagonal": self.joint_diagonal, "n_test": N_TEST,
+               "calibration_images": CALIBRATION_IMAGES,
+               "calibration_scales": [CALIBRATION_SCALES[0], CALIBRATION_SCALES[-1],
+                                      len(CALIBRATION_SCALES)],
+               "n_boot": N_BOOT, "confidence": CONFIDENCE, "ratio_min": RATIO_MIN,
+               "ci_low_min": CI_LOW_MIN, "source": "docs/SPEC.md section 6, item 5"}
+        if self.name == "limit":
+            out.update(moving_window=MOVING_WINDOW, moving_drop=MOVING_DROP)
+        return out
+
+
+#: The protocol at the limit (SPEC section 6 item 5, amended in issue 47): it decides claim 5.
+LIMIT = Protocol(name="limit", steps=HORIZON, tol=STOP_LOSS, checkpoint=CHECKPOINT_LOSS,
+                 rest=REST, joint_diagonal="fixed", upstream="flow", N_grid=LIMIT_N_GRID,
+                 quick=LIMIT_QUICK)
+#: The first declaration: a reading within a budget since issue 47.
+BUDGET = Protocol(name="budget", steps=STEPS, tol=TOL, checkpoint=None, rest=None,
+                  joint_diagonal="trained", upstream="gd", N_grid=N_GRID, quick=QUICK)
+PROTOCOLS = {"limit": LIMIT, "budget": BUDGET}
+
+
+def protocol_of(name: str) -> Protocol:
+    """The protocol called ``name`` (ValueError naming the others)."""
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise ValueError(f"unknown transfer protocol {name!r} (choose from "
+                         f"{', '.join(PROTOCOLS)})") from None
+
+
+def declared(protocol: str = "budget") -> dict:
+    """The declared setting of ``protocol`` as a JSON-ready dict (recorded in every summary)."""
+    return protocol_of(protocol).declared()
 
 
 # -- the block-uniform error floor ---------------------------------------------------------------

@@ -22,8 +22,21 @@ attention:
                 attention profile, associated to the wrong sets; frozen;
 ``joint``       v and the attention trained together from the standard initialization (Q0 =
                 kappa I, or P0 = sqrt(kappa) I for the Gram form) with the upstream eta_Q, on the
-                same N samples and with the same budget.
+                same N samples and with the same stopping rule; the diagonal of Q follows the
+                setting's ``joint_diagonal`` (the upstream's rule, fixed, at the limit).
 ==============  ======================================================================
+
+Beside them, and never a baseline: ``ideal``, the block-uniform attention A = B / C (logits 0
+inside the sets, -1000 across), frozen: the bound of the task; and ``pretrained_rule``, the
+upstream's attention at its time to claim 2's rule (when the upstream is a flow), frozen.
+
+The stopping rule (:func:`fine_tune`): GD until the training loss is <= ``tol`` ("fitted"), or
+the step moves the parameters by <= ``rest`` (1 + their norm) ("at rest"), or ``steps`` steps
+("horizon"); with ``checkpoint`` the test error is also read where the training loss first was
+<= checkpoint, and a cell stopped by the horizon whose loss still fell by more than
+``moving_drop`` over its last ``moving_window`` steps is "cut while moving". The methods of one
+(N, seed) share their training sample, v0 and test images, so a group of cells is computed
+together (:func:`run_group`).
 
 Randomness (SPEC sections 1-2, explicit seeded generators): the downstream feature of sweep seed
 s is drawn from ``SeedSequence((master, 0, s))``; a cell (method, N, s) draws its training sample,
@@ -31,16 +44,7 @@ its v0 and its test sample from three children of ``SeedSequence((master, 1, s, 
 does not enter the seed: all methods of one (N, s) see the same data and the same v0 (a paired
 design), and a cell's numbers do not depend on which process ran it or in what order.
 
-Test error. The model sees an image only through its projections U_j = <v, X_j>. For the
-downstream data X_j = s_j w~* + xi_j these are, exactly in law, U_j = s_j <v, w~*> + tau g_j with
-g_j i.i.d. N(0, 1) and tau = sigma~ |v| (isotropic noise) or sigma~ |v - <v, w~*> w~*|
-(noise orthogonal to w~*). ``test_mode="projected"`` (the default) draws n_test fresh test
-images in this projected form, which is the same Monte Carlo estimate of the population error
-as projecting n_test explicit images, at 1/d of the cost; ``test_mode="images"`` draws the
-explicit images (in chunks of ``test_chunk``, so memory stays at chunk x D x d floats) and is
-what the tests compare the projected form against. The projected margins are counted by a Numba
-kernel (act by repeated squaring); a chunk with a margin within a stated rounding bound of 0 is
-counted by the NumPy expression instead, so the counts are that expression's exactly.
+Test error: :mod:`.evaluation` (fresh projected images, shared by the methods of a cell).
 
 References
 ----------
@@ -53,37 +57,46 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from patchassoc.theory.config import Config
-from patchassoc.theory.activation import act_pair
-from patchassoc.theory.model import act, zero_one
 from patchassoc.theory.structure import Structure, within_set_mass
 
 from patchassoc.simulations.runtime.cells import fingerprint
 from patchassoc.simulations.engines import sampled_kernels as kernels
-from patchassoc.simulations.engines._jit import jit
 from patchassoc.simulations.engines.sampler import check_sample_size, sample
-from patchassoc.simulations.engines.sampled_descent import TrainResult, gradient_descent
+from patchassoc.simulations.engines.sampled_descent import TrainResult
+from patchassoc.simulations.studies.claim5_transfer.evaluation import (TEST_MODES, TestImages,
+                                                                      measure_test_error)
+from patchassoc.simulations.studies.claim5_transfer.fine_tuning import FineTuned, fine_tune
 
-__all__ = ["METHODS", "BASELINES", "TEST_MODES", "TransferSetting", "Upstream", "TransferTask",
-           "CellResult", "downstream_feature", "wrong_partition", "method_logits", "run_cell",
-           "measure_test_error", "cell_streams", "feature_stream", "IDENTITY_LOGIT",
-           "error_floor", "FLOOR_SCALES", "PROTOCOL_VERSION"]
+__all__ = ["METHODS", "BASELINES", "REFERENCES", "ALL_METHODS", "TEST_MODES", "STOPS",
+           "TransferSetting", "Upstream", "TransferTask", "CellResult", "TestImages",
+           "downstream_feature", "wrong_partition", "method_logits", "run_cell", "run_group",
+           "fine_tune", "FineTuned", "ideal_logits", "measure_test_error", "cell_streams",
+           "feature_stream",
+           "IDENTITY_LOGIT", "error_floor", "FLOOR_SCALES", "PROTOCOL_VERSION"]
 
 #: The methods compared, pretrained first; the others are the baselines.
 METHODS = ("pretrained", "identity", "uniform", "initial", "wrong", "joint")
 BASELINES = METHODS[1:]
-TEST_MODES = ("projected", "images")
+#: Run on the same cells, read beside the comparison, never a baseline: the ideal attention
+#: (the task's bound) and the upstream at its time to claim 2's rule.
+REFERENCES = ("ideal", "pretrained_rule")
+ALL_METHODS = METHODS + REFERENCES
+#: What stopped a cell: the training loss reached ``tol``; at rest; the horizon; a non-finite
+#: loss or gradient (the state before it is measured, and the cell is counted as not ok).
+STOPS = ("fitted", "at rest", "horizon", "non-finite")
 
 #: Off-diagonal logit of the identity attention: exp(-1000) is exactly 0 in float64.
 IDENTITY_LOGIT = -1000.0
 
-#: Version of the cell protocol (:func:`run_cell`); part of every fingerprint, so stored cells
-#: computed under another protocol are recomputed. Bump it when run_cell's numbers change.
-PROTOCOL_VERSION = 1
+#: Version of the cell protocol (:func:`run_group`); part of every fingerprint, so stored cells
+#: computed under another protocol are recomputed. Bump it when a cell's numbers change.
+PROTOCOL_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -104,9 +117,18 @@ class TransferSetting:
     eta_v : float
         Step size for v (every method).
     steps : int
-        Budget: the largest number of gradient steps.
+        The horizon: the largest number of gradient steps.
     tol : float
-        Stop early once the training loss is <= tol.
+        Stop ("fitted") once the training loss is <= tol.
+    checkpoint : float, optional
+        Also read the test error where the training loss first is <= checkpoint (> tol).
+    rest : float, optional
+        Stop ("at rest") once a step moves the parameters by <= rest (1 + their norm).
+    joint_diagonal : {"trained", "fixed"}
+        How ``joint`` trains the diagonal of Q (free logits).
+    moving_window, moving_drop : int, float
+        A cell stopped by the horizon whose training loss fell by more than ``moving_drop``
+        (relative) over its last ``moving_window`` steps is "cut while moving".
     n_test : int
         Fresh test images per cell (>= 20000 for the study; fewer is allowed for tests).
     test_mode : {"projected", "images"}
@@ -125,8 +147,28 @@ class TransferSetting:
     n_test: int = 20000
     test_mode: str = "projected"
     test_chunk: int = 2000
+    checkpoint: float | None = None
+    rest: float | None = None
+    joint_diagonal: str = "trained"
+    moving_window: int = 3000
+    moving_drop: float = 0.01
 
     def __post_init__(self) -> None:
+        for name in ("checkpoint", "rest"):
+            value = getattr(self, name)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                        or not (math.isfinite(value) and value > 0):
+                    raise ValueError(f"{name} must be a positive number or None, got {value!r}")
+                object.__setattr__(self, name, float(value))
+        if self.checkpoint is not None and not self.checkpoint > self.tol:
+            raise ValueError(f"checkpoint must be above tol ({self.tol}), got {self.checkpoint}")
+        if self.joint_diagonal not in ("trained", "fixed"):
+            raise ValueError(f"joint_diagonal must be 'trained' or 'fixed', got "
+                             f"{self.joint_diagonal!r}")
+        if not (isinstance(self.moving_drop, (int, float)) and 0 <= self.moving_drop < 1):
+            raise ValueError(f"moving_drop must lie in [0, 1), got {self.moving_drop!r}")
+        object.__setattr__(self, "moving_drop", float(self.moving_drop))
         for name in ("sigma", "q", "omega", "eta_v", "tol"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -140,7 +182,7 @@ class TransferSetting:
             raise ValueError(f"eta_v must be > 0, got {self.eta_v}")
         if not 0.0 <= self.q <= 1.0:
             raise ValueError(f"q must lie in [0, 1], got {self.q}")
-        for name in ("steps", "n_test", "test_chunk"):
+        for name in ("steps", "n_test", "test_chunk", "moving_window"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -173,7 +215,9 @@ class Upstream:
     attention parameters, and the model's hyper-parameters.
 
     ``theta`` is the pretrained attention parameter (logits Q, or P when ``gram``); ``Q`` the
-    pretrained logits. Build it with :meth:`from_result`.
+    pretrained logits; ``theta_rule`` (logits, optional) the upstream's attention at its time to
+    claim 2's rule, for the method ``pretrained_rule``; ``source`` says where it came from.
+    Build it with :meth:`from_result` (a GD run) or :meth:`from_flow` (an empirical-risk flow).
     """
 
     config: Config
@@ -181,13 +225,72 @@ class Upstream:
     structure: Structure
     w_star: np.ndarray
     theta: np.ndarray
+    theta_rule: np.ndarray | None = None
+    source: dict = field(default_factory=dict)
 
     @classmethod
     def from_result(cls, result: TrainResult) -> "Upstream":
         """The upstream of a finished training run (its configuration, structure, w* and v)."""
         return cls(config=result.config, seed=int(result.seed), structure=result.structure,
                    w_star=np.asarray(result.w_star, dtype=np.float64),
-                   theta=np.asarray(result.trajectory.theta, dtype=np.float64))
+                   theta=np.asarray(result.trajectory.theta, dtype=np.float64),
+                   source={"kind": "gd", "steps": int(result.trajectory.steps_done)})
+
+    @classmethod
+    def from_flow(cls, folder, t_max: float) -> "Upstream":
+        """The upstream at the limit (SPEC section 6, item 5): the state of an empirical-risk
+        flow (``patchassoc train --flow``, claim 2's ``seeds/flows/flow-seed-<s>``) at its
+        horizon ``t_max``, read from its folder through the verified reader; with it, the state
+        at the flow's time to claim 2's rule (``theta_rule``; None when censored).
+
+        Raises
+        ------
+        FileNotFoundError
+            The folder holds no result.
+        CorruptFile
+            A file of the folder does not match its manifest.
+        ValueError
+            The flow did not reach ``t_max`` (one line naming the folder, its status and where
+            it stopped), or was run to another horizon, or is not a flow of free logits with
+            the diagonal fixed.
+        """
+        from patchassoc.simulations.runtime.results import config_fields
+        from patchassoc.simulations.runtime.verified import load_verified_folder
+
+        folder = Path(folder)
+        record, metrics, arrays = load_verified_folder(folder)
+        for key in ("t", "Q", "v", "sets", "w_star"):
+            if key not in arrays:
+                raise ValueError(f"{folder} is not an empirical-risk flow (no {key!r} records)")
+        cfg = Config.from_dict(config_fields(record))
+        t = np.asarray(arrays["t"], dtype=np.float64)
+        status = str(metrics.get("status"))
+        reached = bool(metrics.get("reached")) and t.size > 0
+        if not reached:
+            raise ValueError(f"the empirical-risk flow in {folder} did not reach its horizon "
+                             f"({status}; last record t = {float(t[-1]) if t.size else 0:.3g}): "
+                             f"claim 5's upstream is a flow's state at T = {t_max:g}")
+        if float(metrics.get("t_max", t[-1])) != float(t_max) or float(t[-1]) != float(t_max):
+            raise ValueError(f"the empirical-risk flow in {folder} ran to t = "
+                             f"{float(t[-1]):.3g}, not to the declared horizon {t_max:g}")
+        if cfg.param != "logits" or cfg.diagonal != "fixed":
+            raise ValueError(f"the flow in {folder} is not claim 2's (free logits, diagonal "
+                             f"fixed)")
+        times = (metrics.get("times") or {}).get("all") or {}
+        rule = None
+        rule_t = None
+        if times and not times.get("censored", True) and times.get("index") is not None:
+            k = int(times["index"])
+            rule, rule_t = np.asarray(arrays["Q"][k], dtype=np.float64), float(t[k])
+        return cls(config=cfg, seed=int(metrics.get("seed", record.get("seed", 0))),
+                   structure=Structure(np.asarray(arrays["sets"]), "custom"),
+                   w_star=np.asarray(arrays["w_star"], dtype=np.float64),
+                   theta=np.asarray(arrays["Q"][-1], dtype=np.float64), theta_rule=rule,
+                   source={"kind": "flow", "folder": str(folder), "t": float(t[-1]),
+                           "status": status, "time_to_rule": rule_t,
+                           "share_min": float(metrics["horizon"]["share_min"]),
+                           "test_error": float(metrics["horizon"]["test_error"]),
+                           "limit_class": (metrics.get("limit") or {}).get("class")})
 
     @property
     def gram(self) -> bool:
@@ -206,6 +309,9 @@ class Upstream:
         h.update(str(self.seed).encode())
         for a in (self.structure.sets, self.w_star, self.theta):
             h.update(np.ascontiguousarray(a).tobytes())
+        if self.theta_rule is not None:
+            h.update(b"rule")
+            h.update(np.ascontiguousarray(self.theta_rule).tobytes())
         return h.hexdigest()
 
 
@@ -245,6 +351,11 @@ class CellResult:
     cpu_seconds: float = float("nan")  # CPU time of the process that ran it, during the cell
     fingerprint: str = ""
     extra: dict = field(default_factory=dict)
+    stop: str = ""          # what stopped it (STOPS)
+    checkpoint_step: int = -1   # the first step with training loss <= checkpoint (-1: none)
+    checkpoint_error: float | None = None   # the test error there (the same test images)
+    moving: bool = False    # stopped by the horizon with its loss still falling (cut)
+    window_error_change: float | None = None  # its test error's change over the last window
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -301,12 +412,25 @@ def relabel(Q: np.ndarray, source: Structure, target: Structure) -> np.ndarray:
     return out
 
 
+def ideal_logits(structure: Structure) -> np.ndarray:
+    """Logits of the ideal attention A = B / C: 0 inside the sets, IDENTITY_LOGIT across them
+    (exp(-1000) is 0 in float64, so softmax gives B / C exactly)."""
+    return np.where(structure.same_set() > 0, 0.0, IDENTITY_LOGIT)
+
+
 def method_logits(method: str, upstream: Upstream) -> tuple[np.ndarray, bool, bool]:
     """The initial attention parameter of a method: (theta0, gram, train_attention)."""
     cfg = upstream.config
     D = cfg.D
     if method == "pretrained":
         return upstream.Q.copy(), False, False
+    if method == "ideal":
+        return ideal_logits(upstream.structure), False, False
+    if method == "pretrained_rule":
+        if upstream.theta_rule is None:
+            raise ValueError("this upstream has no state at its time to the rule "
+                             "(pretrained_rule needs an upstream flow that met claim 2's rule)")
+        return np.array(upstream.theta_rule, dtype=np.float64), False, False
     if method == "identity":
         return IDENTITY_LOGIT * (1.0 - np.eye(D)), False, False
     if method == "uniform":
@@ -320,106 +444,7 @@ def method_logits(method: str, upstream: Upstream) -> tuple[np.ndarray, bool, bo
         if upstream.gram:
             return math.sqrt(cfg.kappa) * np.eye(D), True, True
         return cfg.kappa * np.eye(D), False, True
-    raise ValueError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
-
-
-# -- test error ---------------------------------------------------------------------------------
-@jit
-def _projections(y, lstar, u, sets, q, alpha, tau, g):
-    """U = alpha s + tau g, with s_j = 1 if u_j < q/2, -1 if u_j < q, 0 otherwise, then s_j = y
-    on the patches of set lstar: the same IEEE operations, in the same order, as the NumPy
-    expression it replaces (so the same bits)."""
-    n, D = u.shape
-    half = q / 2
-    U = np.empty((n, D))
-    s = np.empty(D)
-    for r in range(n):
-        for j in range(D):
-            s[j] = 1.0 if u[r, j] < half else (-1.0 if u[r, j] < q else 0.0)
-        for j in sets[lstar[r]]:
-            s[j] = y[r]
-        for j in range(D):
-            U[r, j] = alpha * s[j] + tau * g[r, j]
-    return U
-
-
-#: Bound on |f_fast - f_ref| of :func:`_count_errors`, in units of 2^-53 x sum_i (|z_i|^p +
-#: |nu z_i|), beyond the (2 log2 p + 1) multiplications of the repeated squaring: the reference
-#: t ** p (libm or SIMD pow, <= 4 ulps = 8 units allowed) and the two additions of act (4 units
-#: for both), then both sums of D terms (D - 1 units each, any order); doubled for second-order
-#: terms. An image whose fast |f| is within the bound is not counted fast.
-_AMBIGUOUS_UNITS = 12
-_AMBIGUOUS_FLOOR = 1e-300
-
-
-@jit
-def _count_errors(y, z, p, nu, units):
-    """Zero-one errors of the margins m = y sum_i act(z_i) of every row of z, or -1 if some
-    row's margin is too close to 0 for the fast arithmetic to decide its sign (the caller then
-    counts with the reference expression). act(t) = t^p + nu t by repeated squaring
-    (:func:`patchassoc.theory.activation.act_pair`): |f_fast - f_ref| <= units
-    2^-53 S +
-    floor, so outside that band both signs agree and neither margin is 0."""
-    n, D = z.shape
-    count = 0
-    for r in range(n):
-        f = 0.0
-        scale = 0.0
-        for i in range(D):
-            t = z[r, i]
-            a, _ = act_pair(t, p, nu)
-            f += a
-            scale += abs(a)  # = |t^p| + |nu t| bit for bit: both terms have t's sign
-        if not abs(f) > units * 2.0 ** -53 * scale + _AMBIGUOUS_FLOOR:
-            return -1
-        if y[r] * f < 0:
-            count += 1
-    return count
-
-
-def _projected_chunk(n: int, v: np.ndarray, w: np.ndarray, structure: Structure, q: float,
-                     sigma: float, rng: np.random.Generator, orthogonal: bool):
-    """y and the projections U (n, D) of n fresh images, drawn from their exact law."""
-    y = rng.choice(np.array([-1.0, 1.0]), size=n)
-    lstar = rng.integers(structure.L, size=n)
-    u = rng.random((n, structure.D))
-    alpha = float(v @ w)
-    tau = sigma * (math.sqrt(max(float(v @ v) - alpha * alpha, 0.0)) if orthogonal
-                   else float(np.linalg.norm(v)))
-    g = rng.standard_normal((n, structure.D))
-    return y, _projections(y, lstar, u, structure.sets, float(q), alpha, tau, g)
-
-
-def _chunk_errors(y: np.ndarray, U: np.ndarray, A: np.ndarray, p: int, nu: float) -> float:
-    """Sum of the zero-one losses (ties 1/2) of m = y sum_i act((U A^T)_i): counted by the fast
-    kernel, or by the reference NumPy expression if some margin is within rounding of 0 (so the
-    count is the reference's whatever the arithmetic of the fast one)."""
-    z = U @ A.T
-    units = 2 * (2 * int(p).bit_length() + 1 + _AMBIGUOUS_UNITS + 2 * z.shape[1])
-    count = _count_errors(y, z, int(p), float(nu), float(units))
-    if count >= 0:
-        return float(count)
-    return float(zero_one(y * act(z, p, nu).sum(axis=1)).sum())
-
-
-def measure_test_error(v: np.ndarray, A: np.ndarray, w_tilde: np.ndarray, structure: Structure,
-               setting: TransferSetting, p: int, nu: float, rng: np.random.Generator) -> float:
-    """Zero-one test error (ties 1/2) of (v, A) on ``setting.n_test`` fresh downstream images,
-    drawn in chunks (projected or explicit, per ``setting.test_mode``)."""
-    v = np.asarray(v, dtype=np.float64)
-    orth = setting.noise == "orthogonal"
-    total, done = 0.0, 0
-    while done < setting.n_test:
-        n = min(setting.test_chunk, setting.n_test - done)
-        if setting.test_mode == "projected":
-            y, U = _projected_chunk(n, v, w_tilde, structure, setting.q, setting.sigma, rng, orth)
-            total += _chunk_errors(y, U, A, p, nu)
-        else:
-            data = sample(n, w_tilde, structure, setting.q, setting.sigma, rng, orth)
-            m = kernels.margins(data.X, data.y, v, A, p, nu)
-            total += float(zero_one(m).sum())
-        done += n
-    return total / setting.n_test
+    raise ValueError(f"unknown method {method!r} (choose from {', '.join(ALL_METHODS)})")
 
 
 #: Scales a of v = a w~* tried by :func:`error_floor` (a -> 0 is the linear regime act ~ nu t).
@@ -448,45 +473,76 @@ def error_floor(task: "TransferTask", method: str, n: int = 20000, seed: int = 0
     return {"error": float(errors[k]), "scale": FLOOR_SCALES[k], "errors": errors}
 
 
-# -- one cell -----------------------------------------------------------------------------------
-def run_cell(task: TransferTask, method: str, N: int, seed: int) -> CellResult:
-    """Train ``method`` on N downstream samples of sweep seed ``seed``; measure its test error.
+# -- the cells of one (N, seed) ---------------------------------------------------------------
+def run_group(task: TransferTask, N: int, seed: int,
+              methods: tuple[str, ...] = METHODS) -> list[CellResult]:
+    """Train every method of ``methods`` on the N downstream samples of sweep seed ``seed`` (the
+    same sample, v0 and test images for all: a paired design) and measure each one's test
+    error; one :class:`CellResult` per method, in order.
 
     References
     ----------
     SPEC section 6, claim 5.
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
+    unknown = [m for m in methods if m not in ALL_METHODS]
+    if unknown or not methods:
+        raise ValueError(f"unknown method(s) {', '.join(map(repr, unknown)) or '(none)'} "
+                         f"(choose from {', '.join(ALL_METHODS)})")
     if isinstance(N, bool) or int(N) != N or N < 1:
         raise ValueError(f"N must be an integer >= 1, got {N!r}")
-    t0, c0 = time.perf_counter(), time.process_time()
     up, st = task.upstream, task.setting
     cfg = up.config
     check_sample_size(N, cfg.D, cfg.d, "downstream training sample")
+    t_group, c_group = time.perf_counter(), time.process_time()
     w_tilde = downstream_feature(up.w_star, feature_stream(task.master_seed, seed))
     rng = cell_streams(task.master_seed, seed, N)
     orth = st.noise == "orthogonal"
     train_data = sample(int(N), w_tilde, up.structure, st.q, st.sigma, rng["train"], orth)
     v0 = st.omega * rng["init"].standard_normal(cfg.d)
-    theta0, gram, train_attention = method_logits(method, up)
-    traj = gradient_descent(train_data, theta0, v0, p=cfg.p, nu=cfg.nu, eta_v=st.eta_v,
-                            eta_Q=cfg.eta_Q, steps=st.steps, at=[0, st.steps], w_star=w_tilde,
-                            structure=up.structure, gram=gram, train_attention=train_attention,
-                            tol=st.tol)
-    if traj.status.startswith("interrupted"):
-        # gradient_descent keeps what it did on Ctrl-C; a cell must not return half a run
-        raise KeyboardInterrupt(f"cell ({method}, N={N}, seed={seed}) {traj.status}")
-    del train_data
-    v = traj.v
-    A = kernels.softmax_rows(traj.Q)
-    err = measure_test_error(v, A, w_tilde, up.structure, st, cfg.p, cfg.nu, rng["test"])
-    mass = within_set_mass(A, up.structure)
-    return CellResult(method=method, N=int(N), seed=int(seed), test_error=err,
-                      train_error=float(traj.train_error[-1]),
-                      train_loss=float(traj.train_loss[-1]), steps=int(traj.steps_done),
-                      status=traj.status, alpha=float(v @ w_tilde),
-                      alpha_upstream=float(v @ up.w_star), v_norm=float(np.linalg.norm(v)),
-                      mass_mean=float(mass.mean()), mass_min=float(mass.min()),
-                      seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0,
-                      fingerprint=task.fingerprint())
+    images = TestImages(up.structure, st,
+                        lambda: cell_streams(task.master_seed, seed, N)["test"])
+    shared = (time.perf_counter() - t_group, time.process_time() - c_group)
+    fp = task.fingerprint()
+    out = []
+    for m in methods:
+        t0, c0 = time.perf_counter(), time.process_time()
+        theta0, gram, train_attention = method_logits(m, up)
+        ft = fine_tune(train_data, theta0, v0, cfg, st, w_tilde, up.structure, gram=gram,
+                       train_attention=train_attention)
+        A = kernels.softmax_rows(ft.Q)
+        err = images.error(ft.v, A, w_tilde, cfg.p, cfg.nu)
+        cp_step, cp_err = -1, None
+        if ft.checkpoint is not None:
+            cp_step = int(ft.checkpoint[0])
+            cp_err = images.error(ft.checkpoint[1], kernels.softmax_rows(ft.checkpoint[2]),
+                                  w_tilde, cfg.p, cfg.nu)
+        change = None
+        if ft.window is not None:
+            change = err - images.error(ft.window[1], kernels.softmax_rows(ft.window[2]),
+                                        w_tilde, cfg.p, cfg.nu)
+        mass = within_set_mass(A, up.structure)
+        v = ft.v
+        out.append(CellResult(
+            method=m, N=int(N), seed=int(seed), test_error=err, train_error=ft.train_error,
+            train_loss=ft.train_loss, steps=ft.steps, status=ft.status,
+            alpha=float(v @ w_tilde), alpha_upstream=float(v @ up.w_star),
+            v_norm=float(np.linalg.norm(v)), mass_mean=float(mass.mean()),
+            mass_min=float(mass.min()),
+            # the shared draws are charged to the first method of the group
+            seconds=time.perf_counter() - t0 + (shared[0] if not out else 0.0),
+            cpu_seconds=time.process_time() - c0 + (shared[1] if not out else 0.0),
+            fingerprint=fp, stop=ft.stop, checkpoint_step=cp_step, checkpoint_error=cp_err,
+            moving=ft.moving, window_error_change=change))
+    return out
+
+
+def run_cell(task: TransferTask, method: str, N: int, seed: int) -> CellResult:
+    """One method's cell of :func:`run_group` (the same numbers as in its group).
+
+    References
+    ----------
+    SPEC section 6, claim 5.
+    """
+    if method not in ALL_METHODS:
+        raise ValueError(f"unknown method {method!r} (choose from {', '.join(ALL_METHODS)})")
+    return run_group(task, N, seed, (method,))[0]
