@@ -18,7 +18,7 @@ from patchassoc.figures import (animation, attention_maps, convergence, flow_dyn
                                 sampled_flow_dynamics, scaling_dynamics, scaling_error,
                                 scaling_sampled,
                                 seeds_flow, seeds_horizon, solutions_lambda, training_curves,
-                                transfer, vit_attention, vit_curves,
+                                transfer, transfer_family, vit_attention, vit_curves,
                                 vit_shuffle)
 from patchassoc.figures import robustness_table
 from patchassoc.figures.style import style
@@ -113,6 +113,10 @@ def _transfer(out, folder: Path) -> list:
     return transfer.save(out.summary, folder)
 
 
+def _transfer_family(out, folder: Path) -> list:
+    return transfer_family.save(out.summary, folder)
+
+
 def _vit(out, folder: Path) -> list:
     paths = list(vit_attention.save(out.products["result"], folder))
     if out.products.get("shuffle") is not None:
@@ -150,6 +154,7 @@ DRAWERS: dict[str, Callable] = {
     "sample_size": _sample_size,
     "solutions": _solutions,
     "transfer": _transfer,
+    "transfer_family": _transfer_family,
     "vit": _vit,
     "scaling": _scaling,
     "robustness": _robustness,

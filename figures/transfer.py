@@ -63,7 +63,12 @@ def plot_ratio(summary: dict, ax):
     # A ratio of 0 (the pretrained curve never reaches eps) has no place on the log axis: it is
     # drawn as a cross on the axis bottom (outside the data range), the line is broken there,
     # and a CI whose lower end is 0 runs off the bottom of the axis.
-    positive = np.concatenate([v[v > 0] for v in (ratio, lo, hi)]
+    bound_values = [np.asarray([(r.get("references") or {}).get("ideal", {}).get(k, np.nan)
+                                if k == "ratio" else
+                                ((r.get("references") or {}).get("ideal", {}).get(
+                                    "ratio_ci") or [np.nan, np.nan])[k == "high"]
+                                for r in rows], dtype=float) for k in ("ratio", "low", "high")]
+    positive = np.concatenate([v[v > 0] for v in (ratio, lo, hi, *bound_values)]
                               + [np.asarray(r.get("per_upstream_ratio", []), dtype=float)
                                  for r in rows])
     positive = positive[np.isfinite(positive) & (positive > 0)]

@@ -43,6 +43,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--upstream-from", type=Path, default=None, metavar="DIR",
                         help="where claim 2's empirical-risk flows are (a reproduction, its "
                              "seeds folder or a flows folder); those missing are run first")
+    parser.add_argument("--family", action="store_true",
+                        help=f"the law in d: the protocol at the limit at each d of claim 7's "
+                             f"family (k = {', '.join(map(str, P.FAMILY_KS))}: d = round(e^k)), "
+                             f"{P.FAMILY_UPSTREAM_SEEDS} upstream x "
+                             f"{P.FAMILY_DOWNSTREAM_SEEDS} downstream seeds, the population "
+                             f"flow's attention (and the empirical-risk flow's up to d = "
+                             f"{P.EMPIRICAL_MAX_D}); reported, not a threshold")
+    parser.add_argument("--ks", type=str, default=None, metavar="K,K,...",
+                        help="with --family: the exponents k of d = round(e^k)")
     parser.add_argument("--quick", action="store_true",
                         help=f"a preview on {P.LIMIT_QUICK['upstream_seeds']} x "
                              f"{P.LIMIT_QUICK['downstream_seeds']} seeds and N up to "
@@ -65,10 +74,49 @@ def add_arguments(parser) -> None:
     add_no_figures(parser, "transfer.png")
 
 
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(k) for k in text.split(","))
+    except ValueError:
+        raise ValueError(f"--ks must be integers separated by commas, got {text!r}") from None
+    if not ks or min(ks) < 2 or max(ks) > 9 or len(set(ks)) != len(ks):
+        raise ValueError(f"--ks must be distinct integers in 2..9 (d = round(e^k) up to 8103), "
+                         f"got {text!r}")
+    return tuple(sorted(ks))
+
+
+def run_family(ctx) -> dict:
+    from patchassoc.simulations.studies.claim5_transfer import protocol as P
+    from patchassoc.simulations.studies.claim5_transfer.family import run_family as compute
+    from patchassoc.simulations.studies.study import Outcome
+    a = ctx.args
+    if a.protocol != "limit" or a.upstream_from is not None or a.dask is not None:
+        raise ValueError("--family runs the protocol at the limit on local processes: it takes "
+                         "neither --protocol budget, --upstream-from nor --dask")
+    q = P.FAMILY_QUICK if a.quick else {}
+    ks = _ks(a.ks) if a.ks is not None else q.get("ks", P.FAMILY_KS)
+    n_up = a.upstream_seeds or q.get("upstream_seeds", P.FAMILY_UPSTREAM_SEEDS)
+    n_down = a.seeds or q.get("downstream_seeds", P.FAMILY_DOWNSTREAM_SEEDS)
+    if n_up < 1 or n_down < 2:
+        raise ValueError("--family needs --upstream-seeds >= 1 and --seeds >= 2")
+    summary = compute(ctx.out, seed=ctx.seed, ks=ks, n_up=n_up, n_down=n_down,
+                      Ns=q.get("Ns", P.LIMIT_N_GRID),
+                      empirical_max_d=q.get("empirical_max_d", P.EMPIRICAL_MAX_D),
+                      n_boot=q.get("n_boot", P.N_BOOT), jobs=a.jobs or 1,
+                      progress=ctx.progress, log=ctx.log)
+    summary["figures"] = ctx.draw("transfer_family",
+                                  Outcome(summary, saved=ctx.out / "family.json"))
+    return summary
+
+
 def run(ctx) -> dict:
     from patchassoc.simulations.studies.claim5_transfer.pipeline import run_study
     from patchassoc.simulations.studies.study import Outcome
     a = ctx.args
+    if a.family:
+        return run_family(ctx)
+    if a.ks is not None:
+        raise ValueError("--ks needs --family")
     if a.upstream_from is not None and not a.upstream_from.is_dir():
         raise ValueError(f"--upstream-from {a.upstream_from}: no such folder")
     if a.upstream_from is not None and a.protocol != "limit":
@@ -81,7 +129,40 @@ def run(ctx) -> dict:
     return summary
 
 
+def render_family(summary: dict) -> str:
+    from patchassoc.simulations.studies.claim5_transfer.verdict import _num
+    lines = [f"transfer as a law in d ({'preview' if summary['preview'] else 'declared'}): "
+             f"d = {', '.join(map(str, summary['ds']))}; {summary['n_upstream']} upstream x "
+             f"{summary['n_downstream']} downstream seeds; cells "
+             f"{summary['cpu_seconds_cells']:.0f} CPU-s"]
+    for eps in summary["eps_grid"]:
+        key = f"{eps:g}"
+        r = summary["ratio_law"][key]
+        law = summary["law"]
+        cells = []
+        for j, d in enumerate(summary["ds"]):
+            pre = law["pretrained"][key]["n_eps"][j]
+            ideal = law["ideal"][key]["n_eps"][j]
+            ci = r["ratio_ci"][j]
+            cells.append(f"d={d}: N_eps {_num(pre)} (ideal {_num(ideal)}), ratio "
+                         f"{'>=' if r['lower_bound'][j] else ''}{_num(r['ratio'][j])} "
+                         f"[{_num(ci[0])}, {_num(ci[1])}] vs {r['best_baseline'][j]}")
+        lines.append(f"  eps {100 * eps:g} %: " + "; ".join(cells))
+    lines.append("  fits of ln N_eps on ln d (slope [95 %]) at eps 3 %, 5 %, 10 %:")
+    for m, per in summary["law"].items():
+        parts = []
+        for key in ("0.03", "0.05", "0.1"):
+            f = (per.get(key) or {}).get("fit")
+            parts.append("n/a" if not f or f.get("ci_low") is None else
+                         f"{f['slope']:.2f} [{f['ci_low']:.2f}, {f['ci_high']:.2f}]")
+        lines.append(f"    {m:>16}: " + ", ".join(parts))
+    lines.append(f"  figures: {', '.join(summary.get('figures') or []) or 'none'}")
+    return "\n".join(lines)
+
+
 def render(summary: dict) -> str:
+    if "ratio_law" in summary:
+        return render_family(summary)
     from patchassoc.simulations.studies.claim5_transfer import protocol as P
     from patchassoc.simulations.studies.claim5_transfer.verdict import _num
     st = summary["setting"]

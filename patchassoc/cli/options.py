@@ -62,6 +62,7 @@ VOCABULARY: dict[str, str] = {
     "--ns": "the sample sizes N",
     "--ds": "the patch dimensions d",
     "--ks": "the exponents k of d = round(e^k)",
+    "--family": "run the study along claim 7's scaling family (a law in d)",
     "--gd-ks": "the exponents k read by gradient descent",
     "--flow-ks": "the exponents k read by the gradient flow",
     "--sweep-ks": "the L = C values of the patch-count sweep",

@@ -19,6 +19,7 @@ from patchassoc.simulations.studies import (claim1_grid, claim2_flow, claim3_sol
                                             paper_settings, population_run,
                                             sampled_convergence, sampled_training,
                                             spatial_locality)
+from patchassoc.simulations.studies.claim5_transfer import family as transfer_family
 from patchassoc.simulations.studies.claim5_transfer import pipeline as claim5_transfer
 from patchassoc.simulations.studies.robustness import run as robustness
 from patchassoc.simulations.runtime.errors import CorruptFile, UsageError
@@ -56,6 +57,7 @@ STUDIES: tuple[Study, ...] = (
     population_run.STUDY, population_run.FLOW, sampled_convergence.STUDY, claim1_grid.STUDY,
     claim2_flow.STUDY, claim2_flow.SAMPLE_SIZE_STUDY,
     paper_settings.STUDY, claim4_lemmas.STUDY, claim3_solutions.STUDY, claim5_transfer.STUDY,
+    transfer_family.STUDY,
     claim7_scaling.STUDY, claim6_vit.STUDY, robustness.STUDY, CHECK)
 
 

@@ -41,7 +41,8 @@ __all__ = ["UPSTREAM_SEEDS", "DOWNSTREAM_SEEDS", "UPSTREAM_DIAGONAL", "EPS_GRID"
            "CONFIDENCE", "RATIO_MIN", "CI_LOW_MIN", "QUICK", "declared", "block_floor",
            "calibrate_sigma", "PROTOCOLS", "Protocol", "LIMIT", "BUDGET", "protocol_of",
            "STOP_LOSS", "CHECKPOINT_LOSS", "REST", "HORIZON", "MOVING_WINDOW", "MOVING_DROP",
-           "LIMIT_N_GRID", "LIMIT_N_MAX", "LIMIT_QUICK", "integer_end"]
+           "LIMIT_N_GRID", "LIMIT_N_MAX", "LIMIT_QUICK", "integer_end", "FAMILY_KS",
+           "FAMILY_UPSTREAM_SEEDS", "FAMILY_DOWNSTREAM_SEEDS", "EMPIRICAL_MAX_D", "FAMILY_QUICK"]
 
 #: Upstream (pretraining) seeds: s, s+1, ..., s+4 for the run's seed s.
 UPSTREAM_SEEDS = 5
@@ -107,6 +108,17 @@ LIMIT_N_GRID = tuple(range(1, 65)) + (91, 128, 181, 256)
 #: ``--quick`` under the protocol at the limit (a preview: the quick seeds step's flows).
 LIMIT_QUICK = dict(upstream_seeds=1, downstream_seeds=2, Ns=tuple(range(1, 9)) + (16, 32),
                    n_boot=500, calibration_images=100_000)
+
+#: The law in d (reported, not a threshold): claim 7's family at d = round(e^k), the upstream
+#: seeds and downstream seeds of each d, and the largest d where the empirical-risk flow's
+#: attention runs beside the population flow's.
+FAMILY_KS = (4, 5, 6, 7)
+FAMILY_UPSTREAM_SEEDS = 2
+FAMILY_DOWNSTREAM_SEEDS = 5
+EMPIRICAL_MAX_D = 148
+#: ``reproduce``'s declared preview of the law in d.
+FAMILY_QUICK = dict(ks=(4, 5), upstream_seeds=1, downstream_seeds=3,
+                    Ns=tuple(range(1, 33)) + (45, 64), empirical_max_d=0, n_boot=500)
 
 
 def integer_end(Ns) -> int:

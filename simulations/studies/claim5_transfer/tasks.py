@@ -84,8 +84,9 @@ __all__ = ["METHODS", "BASELINES", "REFERENCES", "ALL_METHODS", "TEST_MODES", "S
 METHODS = ("pretrained", "identity", "uniform", "initial", "wrong", "joint")
 BASELINES = METHODS[1:]
 #: Run on the same cells, read beside the comparison, never a baseline: the ideal attention
-#: (the task's bound) and the upstream at its time to claim 2's rule.
-REFERENCES = ("ideal", "pretrained_rule")
+#: (the task's bound), the upstream at its time to claim 2's rule, and (the law in d) the
+#: empirical-risk flow's attention where the pretrained one is the population flow's.
+REFERENCES = ("ideal", "pretrained_rule", "empirical")
 ALL_METHODS = METHODS + REFERENCES
 #: What stopped a cell: the training loss reached ``tol``; at rest; the horizon; a non-finite
 #: loss or gradient (the state before it is measured, and the cell is counted as not ok).
@@ -227,6 +228,8 @@ class Upstream:
     theta: np.ndarray
     theta_rule: np.ndarray | None = None
     source: dict = field(default_factory=dict)
+    #: reference name -> logits on the same sets (``empirical`` in the law in d)
+    extra: dict = field(default_factory=dict)
 
     @classmethod
     def from_result(cls, result: TrainResult) -> "Upstream":
@@ -312,6 +315,9 @@ class Upstream:
         if self.theta_rule is not None:
             h.update(b"rule")
             h.update(np.ascontiguousarray(self.theta_rule).tobytes())
+        for name in sorted(self.extra):
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(self.extra[name]).tobytes())
         return h.hexdigest()
 
 
@@ -426,6 +432,8 @@ def method_logits(method: str, upstream: Upstream) -> tuple[np.ndarray, bool, bo
         return upstream.Q.copy(), False, False
     if method == "ideal":
         return ideal_logits(upstream.structure), False, False
+    if method in upstream.extra:
+        return np.array(upstream.extra[method], dtype=np.float64), False, False
     if method == "pretrained_rule":
         if upstream.theta_rule is None:
             raise ValueError("this upstream has no state at its time to the rule "
