@@ -104,3 +104,25 @@ def test_a_small_family_runs_end_to_end(tmp_path, monkeypatch):
     again = run_family(tmp_path, ks=(3, 4), n_up=1, n_down=2, Ns=(1, 2, 4, 8, 16),
                        empirical_max_d=0, n_boot=50, calibration_images=20000)
     assert again["law"] == out["law"]                # resumed from the stored groups
+
+
+def test_the_family_constants_match_the_spec():
+    from pathlib import Path
+    import re
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "SPEC.md").read_text()
+                    .split())
+    law = text[text.index("**The law in d**"):]
+    ks = re.search(r"at d = round\(e\^k\), k = ([\d, ]+) \(d = ([\d, ]+)\)", law)
+    assert tuple(int(k) for k in ks.group(1).split(",")) == P.FAMILY_KS
+    from patchassoc.simulations.studies.common.scaling_family import grid_d
+    assert grid_d(P.FAMILY_KS) == [int(d) for d in ks.group(2).split(",")]
+    assert f"u = s, s + {P.FAMILY_UPSTREAM_SEEDS - 1} ({P.FAMILY_UPSTREAM_SEEDS} upstream " \
+           f"seeds)" in law
+    assert f"at d <= {P.EMPIRICAL_MAX_D} also claim 2's empirical-risk flow" in law
+    assert f"with {P.FAMILY_DOWNSTREAM_SEEDS} downstream seeds per upstream seed" in law
+    q = P.FAMILY_QUICK
+    assert (f"d = 55 and 148, {q['upstream_seeds']} upstream x {q['downstream_seeds']} "
+            f"downstream seeds, N = 1..32, 45, 64") in law
+    assert grid_d(q["ks"]) == [55, 148] and q["Ns"] == tuple(range(1, 33)) + (45, 64)
+    assert q["empirical_max_d"] == 0 and "no empirical flow" in law
+    assert "up to 4 times" in text and P.HALVINGS_MAX == 4

@@ -224,3 +224,21 @@ def test_an_eps_the_ideal_attention_fails_too_is_out_of_reach_v():
     assert c["status"] == "fail" and c["measured"]["per_eps"][-1]["bound_passes"] is False
     assert all(x["bound_passes"] for x in c["measured"]["per_eps"][:-1])
     assert "the ideal attention (the bound) fails the rule at eps = 10 %" in c["detail"]
+
+
+def test_a_descent_that_blows_up_is_run_again_with_halved_steps():
+    """A step size too large for the dynamics it meets (identity attention, noisy tiny task):
+    without halvings the cell stops on a non-finite value; with them it is run again with every
+    step size halved and the step counts doubled until it finishes, and says how often."""
+    up = tiny_upstream()
+    plain = run_group(TransferTask(up, _limit_setting(sigma=1.0, steps=600)), 128, 0,
+                      ("identity",))[0]
+    assert plain.stop == "non-finite" and plain.halvings == 0
+    refined = run_group(TransferTask(up, _limit_setting(sigma=1.0, steps=600, halvings_max=4)),
+                        128, 0, ("identity",))[0]
+    assert refined.stop in ("fitted", "at rest", "horizon") and 1 <= refined.halvings <= 4
+    assert math.isfinite(refined.train_loss) and refined.train_loss < plain.train_loss
+    # a cell that never blows up is the same with or without the rule
+    calm = [run_group(TransferTask(up, _limit_setting(sigma=0.4, halvings_max=h)), 32, 0,
+                      ("identity",))[0] for h in (0, 4)]
+    assert calm[0].test_error == calm[1].test_error and calm[1].halvings == 0

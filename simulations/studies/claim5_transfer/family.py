@@ -188,6 +188,8 @@ def run_family(out: Path, *, seed: int = 0, ks: Sequence[int] = P.FAMILY_KS,
                        setting=setting.to_dict(), upstreams=ups, stops=stops,
                        moving={m: int(sum(bool(r.moving) for r in outcome.results.values()
                                           if r.method == m)) for m in methods},
+                       halved={m: int(sum(r.halvings > 0 for r in outcome.results.values()
+                                          if r.method == m)) for m in methods},
                        cpu_seconds=float(sum(r.cpu_seconds for r in outcome.results.values())),
                        seconds=time.perf_counter() - td,
                        step_cpu_seconds=time.process_time() - cd)
@@ -200,8 +202,9 @@ def run_family(out: Path, *, seed: int = 0, ks: Sequence[int] = P.FAMILY_KS,
         "ds": ds, "ks": list(ks), "N": list(Ns), "eps_grid": list(P.EPS_GRID),
         "n_upstream": n_up, "n_downstream": n_down, "empirical_max_d": empirical_max_d,
         "per_d": [{k: s[k] for k in ("d", "L", "C", "D", "q", "methods", "by_eps", "upstreams",
-                                     "stops", "moving", "cpu_seconds", "seconds", "references",
-                                     "baselines", "calibration")} for s in per_d],
+                                     "stops", "moving", "halved", "cpu_seconds", "seconds",
+                                     "references", "baselines", "calibration")}
+                  for s in per_d],
         "law": law_fits(ds, n_eps, P.EPS_GRID),
         "ratio_law": ratio_law(ds, [s["by_eps"] for s in per_d], P.EPS_GRID),
         "declared": dict(P.LIMIT.declared(), family_ks=list(P.FAMILY_KS),

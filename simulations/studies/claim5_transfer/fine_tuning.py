@@ -7,7 +7,10 @@ engine) from v0, the attention frozen or (joint) trained, until the training los
 <= checkpoint is kept (the cell's earlier reading), and the state ``moving_window`` steps
 before the horizon, so that a cell stopped by the horizon while its loss still fell by more than
 ``moving_drop`` is flagged "cut while moving". GD is memoryless: the legs of a run (to the
-checkpoint, then on) are the steps of one run.
+checkpoint, then on) are the steps of one run. A descent that stops on a non-finite loss or
+gradient (a step too large for the dynamics it meets) is run again from its start with every
+step size halved and every step count doubled (the same time of the flow it discretizes), up to
+``halvings_max`` times; the number of halvings is recorded.
 
 References
 ----------
@@ -42,22 +45,33 @@ class FineTuned:
     checkpoint: tuple | None      # (step, v, Q)
     window: tuple | None          # (step, v, Q, training loss) MOVING_WINDOW steps before H
     moving: bool
+    halvings: int = 0             # how many times the step sizes were halved
 
 
 def _descent(train_data, theta0, v0, cfg: Config, st, w_tilde, structure,
-             gram, train_attention, steps, tol, keep=()):
-    """One leg of the downstream GD (its records at its start, its end and ``keep``)."""
+             gram, train_attention, steps, tol, keep=(), scale: float = 1.0):
+    """One leg of the downstream GD (its records at its start, its end and ``keep``), the step
+    sizes multiplied by ``scale``."""
     diagonal = "trained"
     if train_attention and not gram:
         diagonal = st.joint_diagonal
-    traj = gradient_descent(train_data, theta0, v0, p=cfg.p, nu=cfg.nu, eta_v=st.eta_v,
-                            eta_Q=cfg.eta_Q, steps=steps, at=[0, steps], w_star=w_tilde,
-                            structure=structure, gram=gram, train_attention=train_attention,
-                            diagonal=diagonal, tol=tol, rest=st.rest, keep=keep)
+    # a step too large overflows act's powers: the descent detects it (status "non-finite")
+    # and fine_tune refines the steps, so NumPy's warnings say nothing more
+    with np.errstate(over="ignore", invalid="ignore"):
+        traj = _gd(train_data, theta0, v0, cfg, st, w_tilde, structure, gram, train_attention,
+                   steps, tol, keep, scale, diagonal)
     if traj.status.startswith("interrupted"):
         # gradient_descent keeps what it did on Ctrl-C; a cell must not return half a run
         raise KeyboardInterrupt(f"downstream descent {traj.status}")
     return traj
+
+
+def _gd(train_data, theta0, v0, cfg, st, w_tilde, structure, gram, train_attention, steps, tol,
+        keep, scale, diagonal):
+    return gradient_descent(train_data, theta0, v0, p=cfg.p, nu=cfg.nu, eta_v=st.eta_v * scale,
+                            eta_Q=cfg.eta_Q * scale, steps=steps, at=[0, steps], w_star=w_tilde,
+                            structure=structure, gram=gram, train_attention=train_attention,
+                            diagonal=diagonal, tol=tol, rest=st.rest, keep=keep)
 
 
 def fine_tune(train_data, theta0: np.ndarray, v0: np.ndarray, cfg: Config,
@@ -67,14 +81,29 @@ def fine_tune(train_data, theta0: np.ndarray, v0: np.ndarray, cfg: Config,
     (module docstring): to ``st.checkpoint`` first when there is one (its state is kept), then
     on to ``st.tol``, at rest or the horizon ``st.steps``; the state ``st.moving_window`` steps
     before the horizon is kept for the test of a cell cut while moving. GD is memoryless, so
-    the legs are the steps of one run.
+    the legs are the steps of one run. A run that stops on a non-finite value is run again with
+    halved step sizes, up to ``st.halvings_max`` times.
 
     References
     ----------
     SPEC section 6, item 5.
     """
-    H = st.steps
-    window_at = H - st.moving_window if H > st.moving_window else None
+    k = 0
+    while True:
+        ft = _fine_tune_once(train_data, theta0, v0, cfg, st, w_tilde, structure, gram,
+                             train_attention, 2 ** k)
+        if ft.stop != "non-finite" or k >= st.halvings_max:
+            return FineTuned(**{**ft.__dict__, "halvings": k})
+        k += 1
+
+
+def _fine_tune_once(train_data, theta0, v0, cfg, st, w_tilde, structure, gram,
+                    train_attention, refine: int) -> FineTuned:
+    """:func:`fine_tune` with the step sizes divided by ``refine`` and the step counts (the
+    horizon, the moving window) multiplied by it."""
+    H = st.steps * refine
+    W = st.moving_window * refine
+    window_at = H - W if H > W else None
     legs = ([st.checkpoint] if st.checkpoint is not None else []) + [st.tol]
     checkpoint = window = None
     done = 0
@@ -82,7 +111,8 @@ def fine_tune(train_data, theta0: np.ndarray, v0: np.ndarray, cfg: Config,
     for n, tol in enumerate(legs):
         local = None if window_at is None or window_at < done else window_at - done
         traj = _descent(train_data, theta, v, cfg, st, w_tilde, structure, gram,
-                        train_attention, H - done, tol, keep=() if local is None else (local,))
+                        train_attention, H - done, tol, keep=() if local is None else (local,),
+                        scale=1.0 / refine)
         if local is not None and local in (traj.kept or {}):
             k = int(np.flatnonzero(traj.steps == local)[0])
             state = traj.kept[local]

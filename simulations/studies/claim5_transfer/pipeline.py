@@ -138,7 +138,8 @@ def setting_for(config: Config, cal: dict, test_mode: str = "projected",
                            checkpoint=protocol.checkpoint, rest=protocol.rest,
                            joint_diagonal=protocol.joint_diagonal, n_test=P.N_TEST,
                            test_mode=test_mode, moving_window=P.MOVING_WINDOW,
-                           moving_drop=P.MOVING_DROP)
+                           moving_drop=P.MOVING_DROP,
+                           halvings_max=P.HALVINGS_MAX if protocol.name == "limit" else 0)
 
 
 def upstream_config(config: Config) -> Config:
@@ -432,6 +433,7 @@ def _diagnostics(index: dict, methods, n_up: int, n_down: int, Ns) -> dict:
                 "stops": {k: int(sum(r.stop == k for r in rs)) for k in STOPS
                           if any(r.stop == k for r in rs)},
                 "moving": int(sum(bool(r.moving) for r in rs)),
+                "halved": int(sum(r.halvings > 0 for r in rs)),
                 "moving_error_change": (float(np.mean([r.window_error_change for r in rs
                                                        if r.moving]))
                                         if any(r.moving for r in rs) else None),

@@ -41,6 +41,7 @@ __all__ = ["UPSTREAM_SEEDS", "DOWNSTREAM_SEEDS", "UPSTREAM_DIAGONAL", "EPS_GRID"
            "CONFIDENCE", "RATIO_MIN", "CI_LOW_MIN", "QUICK", "declared", "block_floor",
            "calibrate_sigma", "PROTOCOLS", "Protocol", "LIMIT", "BUDGET", "protocol_of",
            "STOP_LOSS", "CHECKPOINT_LOSS", "REST", "HORIZON", "MOVING_WINDOW", "MOVING_DROP",
+           "HALVINGS_MAX",
            "LIMIT_N_GRID", "LIMIT_N_MAX", "LIMIT_QUICK", "integer_end", "FAMILY_KS",
            "FAMILY_UPSTREAM_SEEDS", "FAMILY_DOWNSTREAM_SEEDS", "EMPIRICAL_MAX_D", "FAMILY_QUICK"]
 
@@ -102,6 +103,9 @@ HORIZON = 30_000
 #: MOVING_DROP (relative) over its last MOVING_WINDOW steps.
 MOVING_WINDOW = 3_000
 MOVING_DROP = 0.01
+#: A descent that stops on a non-finite value is run again with its step sizes halved and its
+#: step counts doubled, up to this many times.
+HALVINGS_MAX = 4
 #: 1, 2, ..., 64, then ratio sqrt(2) (rounded) to 256.
 LIMIT_N_MAX = 256
 LIMIT_N_GRID = tuple(range(1, 65)) + (91, 128, 181, 256)
@@ -112,10 +116,10 @@ LIMIT_QUICK = dict(upstream_seeds=1, downstream_seeds=2, Ns=tuple(range(1, 9)) +
 #: The law in d (reported, not a threshold): claim 7's family at d = round(e^k), the upstream
 #: seeds and downstream seeds of each d, and the largest d where the empirical-risk flow's
 #: attention runs beside the population flow's.
-FAMILY_KS = (4, 5, 6, 7)
+FAMILY_KS = (4, 5, 6, 7, 8)
 FAMILY_UPSTREAM_SEEDS = 2
 FAMILY_DOWNSTREAM_SEEDS = 5
-EMPIRICAL_MAX_D = 148
+EMPIRICAL_MAX_D = 403
 #: ``reproduce``'s declared preview of the law in d.
 FAMILY_QUICK = dict(ks=(4, 5), upstream_seeds=1, downstream_seeds=3,
                     Ns=tuple(range(1, 33)) + (45, 64), empirical_max_d=0, n_boot=500)
@@ -173,7 +177,8 @@ class Protocol:
                "n_boot": N_BOOT, "confidence": CONFIDENCE, "ratio_min": RATIO_MIN,
                "ci_low_min": CI_LOW_MIN, "source": "docs/SPEC.md section 6, item 5"}
         if self.name == "limit":
-            out.update(moving_window=MOVING_WINDOW, moving_drop=MOVING_DROP)
+            out.update(moving_window=MOVING_WINDOW, moving_drop=MOVING_DROP,
+                       halvings_max=HALVINGS_MAX)
         return out
 
 

@@ -130,6 +130,9 @@ class TransferSetting:
     moving_window, moving_drop : int, float
         A cell stopped by the horizon whose training loss fell by more than ``moving_drop``
         (relative) over its last ``moving_window`` steps is "cut while moving".
+    halvings_max : int
+        A descent that stops on a non-finite value is run again with its step sizes halved (and
+        its step counts doubled), up to this many times.
     n_test : int
         Fresh test images per cell (>= 20000 for the study; fewer is allowed for tests).
     test_mode : {"projected", "images"}
@@ -153,6 +156,7 @@ class TransferSetting:
     joint_diagonal: str = "trained"
     moving_window: int = 3000
     moving_drop: float = 0.01
+    halvings_max: int = 0
 
     def __post_init__(self) -> None:
         for name in ("checkpoint", "rest"):
@@ -183,6 +187,11 @@ class TransferSetting:
             raise ValueError(f"eta_v must be > 0, got {self.eta_v}")
         if not 0.0 <= self.q <= 1.0:
             raise ValueError(f"q must lie in [0, 1], got {self.q}")
+        if isinstance(self.halvings_max, bool) or not isinstance(self.halvings_max,
+                                                                  (int, np.integer)) \
+                or not 0 <= self.halvings_max <= 10:
+            raise ValueError(f"halvings_max must be an integer in 0..10, got "
+                             f"{self.halvings_max!r}")
         for name in ("steps", "n_test", "test_chunk", "moving_window"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -362,6 +371,7 @@ class CellResult:
     checkpoint_error: float | None = None   # the test error there (the same test images)
     moving: bool = False    # stopped by the horizon with its loss still falling (cut)
     window_error_change: float | None = None  # its test error's change over the last window
+    halvings: int = 0       # how many times its step sizes were halved (a non-finite descent)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -540,7 +550,7 @@ def run_group(task: TransferTask, N: int, seed: int,
             seconds=time.perf_counter() - t0 + (shared[0] if not out else 0.0),
             cpu_seconds=time.process_time() - c0 + (shared[1] if not out else 0.0),
             fingerprint=fp, stop=ft.stop, checkpoint_step=cp_step, checkpoint_error=cp_err,
-            moving=ft.moving, window_error_change=change))
+            moving=ft.moving, window_error_change=change, halvings=ft.halvings))
     return out
 
 
