@@ -223,7 +223,7 @@ def test_an_eps_the_ideal_attention_fails_too_is_out_of_reach_v():
     c = claim5(s)
     assert c["status"] == "fail" and c["measured"]["per_eps"][-1]["bound_passes"] is False
     assert all(x["bound_passes"] for x in c["measured"]["per_eps"][:-1])
-    assert "the ideal attention (the bound) fails the rule at eps = 10 %" in c["detail"]
+    assert "9, 3.7 at 3, 4, 5, 6, 7, 8, 9, 10 %, failing the rule at eps = 10 %" in c["detail"]
 
 
 def test_a_descent_that_blows_up_is_run_again_with_halved_steps():

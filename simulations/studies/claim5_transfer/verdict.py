@@ -31,6 +31,18 @@ def _eps_ok(ratio, ci_low) -> bool:
             and ci_low > P.CI_LOW_MIN)
 
 
+def _eps_text(x: dict) -> str:
+    """One eps of the claim's line: the ratio with its CI, how it is read, what it is against."""
+    if x["ratio"] == 0:
+        how = "the pretrained curve censored at N_max"
+    elif x["lower_bound"]:
+        how = "every baseline censored: a lower bound"
+    else:
+        how = f"vs {x['best_baseline']}"
+    return (f"{100 * x['eps']:g} % {'>=' if x['lower_bound'] else ''}{_num(x['ratio'])} "
+            f"[{_num(x['ci_low'])}, {_num(x.get('ci_high'))}] ({how})")
+
+
 def claim5(summary: dict) -> dict:
     """SPEC claim 5 by the declared rule: at every eps of the declared grid the ratio
     N_eps(best baseline) / N_eps(pretrained) (its lower bound when every baseline is censored)
@@ -57,6 +69,7 @@ def claim5(summary: dict) -> dict:
                "segment_end": list(r.get("segment_end") or [])}
         if bound is not None:
             row.update(bound_ratio=bound.get("ratio"),
+                       bound_lower=bool(bound.get("ratio_is_lower_bound")),
                        bound_ci=list(bound.get("ratio_ci") or [None, None]),
                        bound_passes=_eps_ok(bound.get("ratio"),
                                             (bound.get("ratio_ci") or [None])[0]))
@@ -66,21 +79,31 @@ def claim5(summary: dict) -> dict:
     rule_ok = bool(rows) and not failing
     passed = rule_ok and not reasons
     if rows:
-        worst = min(per_eps, key=lambda x: (x["ratio"] if x["ratio"] is not None else -1.0))
-        detail = (f"eps {100 * rows[0]['eps']:g}-{100 * rows[-1]['eps']:g} %: ratio min "
-                  f"{_num(worst['ratio'])}{' (lower bound)' if worst['lower_bound'] else ''} at "
-                  f"eps = {100 * worst['eps']:g} % (best baseline {worst['best_baseline']}, "
-                  f"CI low {_num(worst['ci_low'])}); "
+        what = ("at the limit (the empirical-risk flow's attention at T)"
+                if summary.get("protocol", "budget") == "limit" else
+                "the first declaration (the 600-step upstream)")
+        detail = (f"{what}, ratio [95 % CI] by eps: "
+                  + "; ".join(_eps_text(x) for x in per_eps) + "; "
                   + (f"rule fails at eps = {', '.join(f'{100 * e:g} %' for e in failing)}"
                      if failing else "rule holds at every eps")
                   + f"; {summary.get('n_upstream')} upstream x {summary.get('n_downstream')} "
                     f"downstream seeds")
         out_of_reach = [x["eps"] for x in per_eps if x.get("bound_passes") is False]
         if any("bound_ratio" in x for x in per_eps):
-            detail += ("; the ideal attention (the bound) "
-                       + (f"fails the rule at eps = "
+            detail += ("; the bound (ideal attention B / C, same protocol): "
+                       + ", ".join(f"{'>=' if x.get('bound_lower') else ''}"
+                                   f"{_num(x.get('bound_ratio'))}" for x in per_eps)
+                       + " at " + ", ".join(f"{100 * x['eps']:g}" for x in per_eps) + " %, "
+                       + (f"failing the rule at eps = "
                           f"{', '.join(f'{100 * e:g} %' for e in out_of_reach)}"
-                          if out_of_reach else "passes at every eps"))
+                          if out_of_reach else "passing at every eps"))
+        old = summary.get("budget_reading")
+        if old and old.get("by_eps"):
+            detail += ("; beside it, the first declaration's reading (a reading within a "
+                       "budget): " + ", ".join(
+                           f"{'>=' if r.get('ratio_is_lower_bound') else ''}{_num(r['ratio'])}"
+                           for r in old["by_eps"]) + " at " + ", ".join(
+                           f"{100 * r['eps']:g}" for r in old["by_eps"]) + " %")
     else:
         detail = "no eps rows"
     if reasons:
