@@ -124,9 +124,9 @@ MUTANTS = (
            '''    return bool(status == "ok" and t_reached is not None and math.isfinite(float(t_reached))
                 and float(t_reached) >= float(t_max))''',
            '''    return t_reached is not None''', (T_FLOW, T_GRID, T_MUT)),
-    Mutant("M11", "'>= 90 %' becomes '> 90 %'", GRID,
-           "passed = bool(n_reg and frac >= PASS_FRACTION and ref is not None and ref[\"passed\"])",
-           "passed = bool(n_reg and frac > PASS_FRACTION and ref is not None and ref[\"passed\"])",
+    Mutant("M11", "'>= 90 %' becomes '> 90 %' (the verdict and the budget reading)", GRID,
+           "return bool(n and n_passed / n >= PASS_FRACTION and reference_passed)",
+           "return bool(n and n_passed / n > PASS_FRACTION and reference_passed)",
            (T_GRID, T_MUT)),
     Mutant("M12", "claim 1 counts every point, not the regime's", GRID,
            'regime = [r for r in records if r["in_regime"]]', "regime = list(records)",
@@ -238,6 +238,9 @@ MUTANTS = (
     Mutant("M46", "the flow's seed rule forgets that the flow did not reach T", SFLOW,
            "eps=1.0 - share_level, reached=tr.reached)", "eps=1.0 - share_level)",
            (T_SFLOW, T_C2F)),
+    # -- issue 51: the semantic forms of six of issue 35's ten, and claims 5 and 7 -------------
+    Mutant("M47", "claim 1: error/Bayes falling by exactly FALLING counts as still moving", GRID,
+           "e0 > (1.0 + FALLING) * e1", "e0 >= (1.0 + FALLING) * e1", (T_GRID, T_MUT)),
 )
 
 
