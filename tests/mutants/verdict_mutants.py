@@ -241,6 +241,16 @@ MUTANTS = (
     # -- issue 51: the semantic forms of six of issue 35's ten, and claims 5 and 7 -------------
     Mutant("M47", "claim 1: error/Bayes falling by exactly FALLING counts as still moving", GRID,
            "e0 > (1.0 + FALLING) * e1", "e0 >= (1.0 + FALLING) * e1", (T_GRID, T_MUT)),
+    Mutant("M48", "claim 1's summary decides the regime at each record's q", GRID,
+           'regime = [r for r in records if r["in_regime"]]',
+           'regime = [r for r in records if in_regime(r["L"], r["q"])]', (T_ROB, T_GRID)),
+    Mutant("M49", "robustness: claim 1's reading counts a point in the regime at the variant's q",
+           TABS, "gs = horizon_rule.grid_summary(recs, reference=REFERENCE_POINT",
+           "gs = horizon_rule.grid_summary([dict(r, in_regime=r.get(\"variant_in_regime\", "
+           "True)) for r in recs], reference=REFERENCE_POINT", (T_ROB,)),
+    Mutant("M50", "robustness: claim 1's reading is 'passed' without the reference point", TABS,
+           '"passed": bool(gs["passed"]), "n_points"',
+           '"passed": bool(gs["regime_fraction"] >= 0.9), "n_points"', (T_ROB,)),
 )
 
 

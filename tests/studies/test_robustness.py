@@ -387,3 +387,39 @@ def test_claim1_points_whose_flows_stopped_early_fail_with_cause_i():
     out = tables.claim1_reading(pts)
     assert out["status"] == "fail" and out["n_passed"] == 0
     assert out["cause"]["code"] == "i"
+
+
+# -- claim 1's reading at its declared edges (issue 51) ---------------------------------------------
+def test_a_q_variant_is_counted_on_the_reference_regime_at_its_own_q():
+    """SPEC: the sub-grid is chosen at the reference's q, the same 41 points for every variant;
+    with q = 2 x ln d / D, 36 of them have the variant's q > 0.5 and are counted beside it. A
+    variant whose 41 points pass, at q values outside the regime, passes on 41 points."""
+    q2 = variants.by_tag("q2x")
+    pts = []
+    for L, C, d in R.subgrid():
+        q = q2.config(preset("ref", L=L, C=C, d=d, diagonal="fixed")).q
+        pts.append(dict(_point(L, C, d), q=q, in_regime=True,
+                        variant_in_regime=claim1_grid.in_regime(L, q)))
+    assert sum(p["q"] > 0.5 for p in pts) == 36
+    out = tables.claim1_reading(pts)
+    assert (out["n_points"], out["n_passed"], out["status"]) == (41, 41, "pass")
+    assert out["variant_out_of_regime"] == 36 and out["failures_out_of_regime"] == 0
+
+
+def test_a_variant_whose_reference_point_fails_fails_claim1_at_any_fraction():
+    """SPEC: a variant passes when >= 90 % of the 41 points pass *and* the reference point
+    (4, 4, 256) passes. 40 of 41 pass (97.6 %) but the reference point is at a tie: the reading,
+    its cell and the headline all say FAIL, with cause (ii), the reference point among the
+    failing limits."""
+    pts = _points()
+    k = next(i for i, r in enumerate(pts) if (r["L"], r["C"], r["d"]) == variants.REFERENCE_POINT)
+    pts[k] = _point(*variants.REFERENCE_POINT, cls="tie", eob=20.0)
+    out = tables.claim1_reading(pts)
+    assert (out["n_points"], out["n_passed"], out["reference_passed"]) == (41, 40, False)
+    assert out["fraction"] >= claim1_grid.PASS_FRACTION
+    assert out["status"] == "fail" and out["passed"] is False
+    assert out["cause"]["code"] == "ii" and "the reference point among them" in out["cause"]["why"]
+    rows = _rows(etaQ5=(pts, None, None))
+    row = next(r for r in R.table(rows)["rows"] if r["tag"] == "etaQ5")
+    assert row["cells"][0]["verdict"] == "FAIL (ii)"
+    assert "Claim 1 fails for eta_Q = 5 (cause (ii)" in R.headline(rows)
