@@ -251,6 +251,14 @@ MUTANTS = (
     Mutant("M50", "robustness: claim 1's reading is 'passed' without the reference point", TABS,
            '"passed": bool(gs["passed"]), "n_points"',
            '"passed": bool(gs["regime_fraction"] >= 0.9), "n_points"', (T_ROB,)),
+    Mutant("M51", "claim 2: a trend exactly at its level counts as moving", SEEDS,
+           "tr[c] > TREND_TOL[c]", "tr[c] >= TREND_TOL[c]", (T_SEEDS, T_MUT)),
+    Mutant("M52", "claim 2 at T: cause (i) when any failing seed moves, not every one", C2F,
+           'if all(s["moving"] for s in failing):', 'if any(s["moving"] for s in failing):',
+           (T_C2F,)),
+    Mutant("M53", "claim 2 at H: cause (i) when any failing seed moves, not every one", SEEDS,
+           'if all(f.get("moving") for f in failing):',
+           'if any(f.get("moving") for f in failing):', (T_SEEDS,)),
 )
 
 
