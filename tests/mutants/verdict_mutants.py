@@ -72,6 +72,11 @@ SFLOW = "simulations/engines/sampled_flow.py"
 C2F = "simulations/studies/claim2_flow.py"
 T_SFLOW = "tests/engines/test_sampled_flow.py"
 T_C2F = "tests/studies/test_claim2_flow.py"
+T_HOR = "tests/studies/test_declared_horizon.py"
+GSTEP = "simulations/studies/claim1_grid/grid_step.py"
+RRUN = "simulations/studies/robustness/run.py"
+SCELL = "simulations/studies/claim7_scaling/scaling_cells.py"
+POPR = "simulations/studies/population_run.py"
 
 
 @dataclass(frozen=True)
@@ -207,10 +212,10 @@ MUTANTS = (
            'if out["reached"] and not reached_horizon(', 'if False and not reached_horizon(',
            (T_SCAL,)),
     Mutant("M37", "robustness claim 7 trusts a record's 'reached' over its flow's status", TABS,
-           'if rec.get("reached") and not reached_horizon(',
-           'if False and not reached_horizon(', (T_ROB,)),
+           'if rec.get("reached") and not (t_max is not None and reached_horizon(',
+           'if False and not (t_max is not None and reached_horizon(', (T_ROB,)),
     Mutant("M38", "claim 1 trusts a point's 'passed' over its flow's status", GRID,
-           "return not f or reached_horizon(", "return True or reached_horizon(",
+           "return not f or (f.get(\"t_max\")", "return True or (f.get(\"t_max\")",
            (T_GRID, T_ROB)),
     Mutant("M39", "a stationary end is not a reached horizon", FLOW,
            '    if status.startswith("stationary"):\n        return True',
@@ -259,6 +264,41 @@ MUTANTS = (
     Mutant("M53", "claim 2 at H: cause (i) when any failing seed moves, not every one", SEEDS,
            'if all(f.get("moving") for f in failing):',
            'if any(f.get("moving") for f in failing):', (T_SEEDS,)),
+    # the declared horizon reached through a study's own default (M25 is the module constant)
+    Mutant("M54", "claim 1's grid runs its flows to 1e13 by default", GSTEP,
+           "    t_max = T_MAX if t_max is None else float(t_max)\n"
+           "    if not (math.isfinite(t_max) and t_max > 1):\n        raise ValueError(\"--t-max",
+           "    t_max = 1e13 if t_max is None else float(t_max)\n"
+           "    if not (math.isfinite(t_max) and t_max > 1):\n        raise ValueError(\"--t-max",
+           (T_HOR,)),
+    Mutant("M55", "claim 2's flows run to 1e13 by default", C2F,
+           "T = T_MAX if t_max is None else float(t_max)",
+           "T = 1e13 if t_max is None else float(t_max)", (T_HOR,)),
+    Mutant("M56", "the robustness study's flows run to 1e13 by default", RRUN,
+           "    t_max = T_MAX if t_max is None else float(t_max)\n"
+           "    if not (math.isfinite(t_max) and t_max > 1):\n        raise ValueError(f\"the horizon",
+           "    t_max = 1e13 if t_max is None else float(t_max)\n"
+           "    if not (math.isfinite(t_max) and t_max > 1):\n        raise ValueError(f\"the horizon",
+           (T_HOR,)),
+    Mutant("M57", "claim 7's horizon 1e13", SCELL, "FLOW_T_MAX = T_MAX", "FLOW_T_MAX = 1e13",
+           (T_HOR,)),
+    Mutant("M58", "claim 7's flows run to 1e13 by default", SCST,
+           "t_max = FLOW_T_MAX if t_max is None else float(t_max)",
+           "t_max = 1e13 if t_max is None else float(t_max)", (T_HOR,)),
+    Mutant("M59", "reproduce's flow step runs to 1e13", POPR,
+           "t_max: float = T_MAX, run: dict | None = None) -> Outcome:\n    \"\"\"Run and save",
+           "t_max: float = 1e13, run: dict | None = None) -> Outcome:\n    \"\"\"Run and save",
+           (T_HOR,)),
+    Mutant("M60", "the sample-size law's flows run to 1e13 by default", C2F,
+           "first_seed: int = 0, t_max: float = T_MAX, jobs",
+           "first_seed: int = 0, t_max: float = 1e13, jobs", (T_HOR,)),
+    Mutant("M61", "a claim-1 flow record without its horizon is read at 1e15", GRID,
+           'return not f or (f.get("t_max") is not None and reached_horizon(\n'
+           '        str(f.get("status")), f.get("t_reached"), f["t_max"]))',
+           'return not f or (True and reached_horizon(\n'
+           '        str(f.get("status")), f.get("t_reached"), f.get("t_max") or T_MAX))', (T_HOR,)),
+    Mutant("M62", "a claim-7 family record without its horizon is read at 1e15", TABS,
+           "    t_max = rec.get(\"t_max\")\n", "    t_max = rec.get(\"t_max\") or 1e15\n", (T_HOR,)),
 )
 
 

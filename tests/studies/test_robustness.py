@@ -127,7 +127,7 @@ def test_the_sign_rule_of_alpha0():
     assert R.signed_seeds(ref, 0, 5, first=3) == [3, 4, 5, 6, 7]
     # seed 0 starts below 0 at d = 256, above at d = 1024: the sign variants run the
     # reference's flow where they would not change its start, and the reference's seeds
-    task = R.RobustnessTask()
+    task = R.RobustnessTask(t_max=1e15)
     cn, cp = R.cells_of(neg, task), R.cells_of(pos, task)
     assert {c.variant for c in cn["points"] if c.d == 256} == {"ref"}
     assert {c.variant for c in cn["points"] if c.d == 1024} == {"alpha0-neg"}
@@ -154,11 +154,11 @@ def test_the_uniform_start_stays_uniform_along_the_flow(diagonal):
     assert tr.status == "ok" and tr.t[-1] == 1e15
     assert np.all(tr.a == 0.0) and np.all(tr.b == 0.0) and np.all(tr.c == 0.0)
     assert abs(tr.alpha[-1] - tr.alpha[0]) > 1.0
-    rec = runs.flow_cell(cfg, ctl, 0)
+    rec = runs.flow_cell(cfg, ctl, 0, 1e15)
     assert rec["attention_move"] == 0.0 and rec["limit_class"] == "tie"
     assert not rec["passed"] and rec["horizon"]["topc_rows"] == 0
     # the reference from the same point associates: the control is not vacuous
-    ref = runs.flow_cell(R.REFERENCE.config(cfg.replace(diagonal="fixed")), R.REFERENCE, 0)
+    ref = runs.flow_cell(R.REFERENCE.config(cfg.replace(diagonal="fixed")), R.REFERENCE, 0, 1e15)
     assert ref["limit_class"] == "association" and ref["attention_move"] > 1.0
 
 
@@ -305,7 +305,7 @@ def test_same_limit_reads_the_class_and_alpha_within_the_declared_slack():
 
 # -- resumption ------------------------------------------------------------------------------------
 def test_the_cells_resume_and_a_changed_variant_is_recomputed(tmp_path):
-    task = R.RobustnessTask(folder=str(tmp_path))
+    task = R.RobustnessTask(folder=str(tmp_path), t_max=1e15)
     cells = [R.RobustnessCell("point", "ref", 4, 4, 256), R.RobustnessCell("point", "q2x", 4, 4, 256),
              R.RobustnessCell("seed", "ref", seed=3)]
     calls = []
@@ -360,7 +360,7 @@ def test_a_forced_solver_failure_at_d55_fails_claim7_with_cause_i(monkeypatch, t
 
     assert tables.claim7_reading(_family())["status"] == "pass"        # the control
     _failing_solver(monkeypatch, after=120)
-    task = runs.RobustnessTask(folder=str(tmp_path))
+    task = runs.RobustnessTask(folder=str(tmp_path), t_max=1e15)
     rec = runs.compute_cell(task, runs.RobustnessCell("family", "ref", d=55))
     assert rec["status"].startswith("solver failed") and not rec["reached"]
     assert not rec["settled"] and rec["limit"] == "undetermined"

@@ -231,10 +231,11 @@ def _classes(records) -> dict:
 def _flow_reached(r: dict) -> bool:
     """The one rule of the horizon (:func:`~patchassoc.simulations.engines.population.flow.reached_horizon`) on a point's flow, read from the
     record's status and times, whatever else the record says (True for a record without its
-    flow, e.g. a budget-only reading)."""
+    flow, e.g. a budget-only reading; False for a flow that does not state its horizon: no
+    horizon is assumed for it)."""
     f = r.get("flow")
-    return not f or reached_horizon(str(f.get("status")), f.get("t_reached"),
-                                    f.get("t_max") or T_MAX)
+    return not f or (f.get("t_max") is not None and reached_horizon(
+        str(f.get("status")), f.get("t_reached"), f["t_max"]))
 
 
 def point_passed(r: dict) -> bool:
