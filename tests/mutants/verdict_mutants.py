@@ -73,6 +73,9 @@ C2F = "simulations/studies/claim2_flow.py"
 T_SFLOW = "tests/engines/test_sampled_flow.py"
 T_C2F = "tests/studies/test_claim2_flow.py"
 T_HOR = "tests/studies/test_declared_horizon.py"
+C5 = "simulations/studies/claim5_transfer/pipeline.py"
+T_C5 = "tests/studies/test_claim5_transfer.py"
+T_C5R = "tests/studies/test_claim5_rule.py"
 GSTEP = "simulations/studies/claim1_grid/grid_step.py"
 RRUN = "simulations/studies/robustness/run.py"
 SCELL = "simulations/studies/claim7_scaling/scaling_cells.py"
@@ -299,6 +302,22 @@ MUTANTS = (
            '        str(f.get("status")), f.get("t_reached"), f.get("t_max") or T_MAX))', (T_HOR,)),
     Mutant("M62", "a claim-7 family record without its horizon is read at 1e15", TABS,
            "    t_max = rec.get(\"t_max\")\n", "    t_max = rec.get(\"t_max\") or 1e15\n", (T_HOR,)),
+    # claim 5: the threshold and the every-eps rule only (its protocol is about to be reworked)
+    Mutant("M63", "claim 5: a ratio of exactly 4 fails", C5,
+           "ratio >= P.RATIO_MIN\n              and lo > P.CI_LOW_MIN)",
+           "ratio > P.RATIO_MIN\n              and lo > P.CI_LOW_MIN)", (T_C5R, T_C5)),
+    Mutant("M64", "claim 5: a CI lower end of exactly 2 passes", C5,
+           "ratio >= P.RATIO_MIN\n              and lo > P.CI_LOW_MIN)",
+           "ratio >= P.RATIO_MIN\n              and lo >= P.CI_LOW_MIN)", (T_C5R, T_C5)),
+    Mutant("M65", "claim 5 passes when the rule holds at some eps, not every one", C5,
+           "rule_ok = bool(rows) and not failing",
+           "rule_ok = bool(rows) and len(failing) < len(rows)", (T_C5R, T_C5)),
+    Mutant("M66", "claim 5's cause: a ratio of exactly 4 fails", C5,
+           "and ratio >= P.RATIO_MIN and lo > P.CI_LOW_MIN",
+           "and ratio > P.RATIO_MIN and lo > P.CI_LOW_MIN", (T_C5R, T_C5)),
+    Mutant("M67", "claim 5's cause: a CI lower end of exactly 2 passes", C5,
+           "and ratio >= P.RATIO_MIN and lo > P.CI_LOW_MIN",
+           "and ratio >= P.RATIO_MIN and lo >= P.CI_LOW_MIN", (T_C5R, T_C5)),
 )
 
 
