@@ -76,6 +76,7 @@ T_HOR = "tests/studies/test_declared_horizon.py"
 C5 = "simulations/studies/claim5_transfer/pipeline.py"
 T_C5 = "tests/studies/test_claim5_transfer.py"
 T_C5R = "tests/studies/test_claim5_rule.py"
+T_C7R = "tests/studies/test_claim7_rule.py"
 GSTEP = "simulations/studies/claim1_grid/grid_step.py"
 RRUN = "simulations/studies/robustness/run.py"
 SCELL = "simulations/studies/claim7_scaling/scaling_cells.py"
@@ -318,6 +319,24 @@ MUTANTS = (
     Mutant("M67", "claim 5's cause: a CI lower end of exactly 2 passes", C5,
            "and ratio >= P.RATIO_MIN and lo > P.CI_LOW_MIN",
            "and ratio >= P.RATIO_MIN and lo >= P.CI_LOW_MIN", (T_C5R, T_C5)),
+    # claim 7: the rise's edge and its default, each control, settled at tol(d) in both copies
+    Mutant("M68", "claim 7: the rise every caller relies on, by default, is 0.2", FAM,
+           "min_rise: float = MIN_RISE) -> dict:", "min_rise: float = 0.2) -> dict:",
+           (T_C7R, T_SCAL)),
+    Mutant("M69", "claim 7: a rise of exactly 0.25 fails", FAM,
+           "rise is not None and rise >= min_rise", "rise is not None and rise > min_rise",
+           (T_C7R, T_SCAL)),
+    Mutant("M70", "claim 7 fails only when both controls pass, not either", SCAL,
+           'rule = bool(flow.get("passed")) and not any(controls.values())',
+           'rule = bool(flow.get("passed")) and not all(controls.values())', (T_C7R, T_SCAL)),
+    Mutant("M71", "claim 7: a flow whose error moved by exactly tol(d) is not settled", SCST,
+           "and abs(change) <= tol)", "and abs(change) < tol)", (T_C7R, T_SCAL)),
+    Mutant("M72", "robustness claim 7: a flow whose error moved by exactly tol(d) is not settled",
+           RUNS, 'abs(rec["trend"]["error_change"]) <= tol)',
+           'abs(rec["trend"]["error_change"]) < tol)', (T_C7R, T_ROB)),
+    Mutant("M73", "robustness claim 7: tol(d) is 1e-2 x Bayes by default", RUNS,
+           "tol_factor: float = scaling_family.TOL_FACTOR) -> dict:",
+           "tol_factor: float = 1e-2) -> dict:", (T_C7R, T_ROB)),
 )
 
 
