@@ -337,6 +337,9 @@ MUTANTS = (
     Mutant("M73", "robustness claim 7: tol(d) is 1e-2 x Bayes by default", RUNS,
            "tol_factor: float = scaling_family.TOL_FACTOR) -> dict:",
            "tol_factor: float = 1e-2) -> dict:", (T_C7R, T_ROB)),
+    # the declared horizon as the public API's own default (a user's path, beside M54-M60)
+    Mutant("M74", "the public API's flow runs to 1e13 by default", "patchassoc/api.py",
+           "t_max: float = 1e15", "t_max: float = 1e13", (T_HOR,)),
 )
 
 

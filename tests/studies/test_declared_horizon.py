@@ -62,6 +62,18 @@ def test_reproduce_reads_every_flow_at_the_declared_horizon(step, monkeypatch, t
     assert got["t_max"] == flow.T_MAX
 
 
+
+def test_the_public_api_runs_its_flow_to_the_declared_horizon_by_default(monkeypatch):
+    """``patchassoc.population_flow``, the user's path to the flow, writes its default horizon
+    as a number of its own: it must be the declared one."""
+    import patchassoc
+
+    got = {}
+    monkeypatch.setattr(flow, "run_flow", _recorder(got, _keyword))
+    with pytest.raises(_Stop):
+        patchassoc.population_flow("tiny")
+    assert got["t_max"] == flow.T_MAX
+
 # -- a record read without its horizon ---------------------------------------------------------------
 def test_a_claim1_point_whose_flow_does_not_state_its_horizon_has_not_reached_it():
     """No horizon is assumed for a flow record (the reading used to fall back on T_MAX): a point
