@@ -13,8 +13,9 @@ logarithmically slow (b - c grows like ln t and the gradient is of the order of 
 fixed step budget cannot reach it, but the flow can: it is integrated in the variable
 s = ln(1 + t), d theta / ds = (1 + t) d theta / dt, by an adaptive implicit solver (scipy's
 LSODA, which switches to BDF where the problem is stiff; Radau and BDF may be chosen), to a
-horizon t_max (every caller states it: the studies' is ``T_MAX``), recorded at log-spaced times (``per_decade`` per decade, and
-t = 0), with the solver's dense output kept (:meth:`FlowTrajectory.at`).
+horizon t_max (every caller states it; the studies' is ``T_MAX``), recorded at log-spaced times
+(``per_decade`` per decade, and t = 0), with the solver's dense output kept
+(:meth:`FlowTrajectory.at`).
 
 Accuracy of the right-hand side (SPEC section 6, the flow). Each evaluation is the exact
 engine's (:mod:`.exact`): a complete enumeration (bound 0) when the problem has at most
