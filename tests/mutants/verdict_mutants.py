@@ -104,7 +104,8 @@ MUTANTS = (
            "if np.all(np.abs(u) <= TIE_RTOL * scale):",
            "if np.any(np.abs(u) <= TIE_RTOL * scale):", (T_FLOW, T_MUT)),
     Mutant("M04", "converged: stillness 100 x looser", FLOW,
-           "and slope <= -SLOPE_MIN:\n        out[\"class\"] = \"other sets\"\n    elif move <= STILL:",
+           "and slope <= -SLOPE_MIN:\n        out[\"class\"] = \"other sets\"\n"
+           "    elif move <= STILL:",
            "and slope <= -SLOPE_MIN:\n        out[\"class\"] = \"other sets\"\n"
            "    elif move <= 100 * STILL:", (T_FLOW, T_MUT)),
     Mutant("M05", "stationary -> converged checked after association", FLOW,
@@ -280,9 +281,11 @@ MUTANTS = (
            "T = 1e13 if t_max is None else float(t_max)", (T_HOR,)),
     Mutant("M56", "the robustness study's flows run to 1e13 by default", RRUN,
            "    t_max = T_MAX if t_max is None else float(t_max)\n"
-           "    if not (math.isfinite(t_max) and t_max > 1):\n        raise ValueError(f\"the horizon",
+           "    if not (math.isfinite(t_max) and t_max > 1):\n"
+           "        raise ValueError(f\"the horizon",
            "    t_max = 1e13 if t_max is None else float(t_max)\n"
-           "    if not (math.isfinite(t_max) and t_max > 1):\n        raise ValueError(f\"the horizon",
+           "    if not (math.isfinite(t_max) and t_max > 1):\n"
+           "        raise ValueError(f\"the horizon",
            (T_HOR,)),
     Mutant("M57", "claim 7's horizon 1e13", SCELL, "FLOW_T_MAX = T_MAX", "FLOW_T_MAX = 1e13",
            (T_HOR,)),
@@ -302,7 +305,8 @@ MUTANTS = (
            'return not f or (True and reached_horizon(\n'
            '        str(f.get("status")), f.get("t_reached"), f.get("t_max") or T_MAX))', (T_HOR,)),
     Mutant("M62", "a claim-7 family record without its horizon is read at 1e15", TABS,
-           "    t_max = rec.get(\"t_max\")\n", "    t_max = rec.get(\"t_max\") or 1e15\n", (T_HOR,)),
+           "    t_max = rec.get(\"t_max\")\n", "    t_max = rec.get(\"t_max\") or 1e15\n",
+           (T_HOR,)),
     # claim 5: the threshold and the every-eps rule only (its protocol is about to be reworked)
     Mutant("M63", "claim 5: a ratio of exactly 4 fails", C5,
            "ratio >= P.RATIO_MIN\n              and lo > P.CI_LOW_MIN)",

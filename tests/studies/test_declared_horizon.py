@@ -74,7 +74,7 @@ def test_the_public_api_runs_its_flow_to_the_declared_horizon_by_default(monkeyp
         patchassoc.population_flow("tiny")
     assert got["t_max"] == flow.T_MAX
 
-# -- a record read without its horizon ---------------------------------------------------------------
+# -- a record read without its horizon --------------------------------------------------------
 def test_a_claim1_point_whose_flow_does_not_state_its_horizon_has_not_reached_it():
     """No horizon is assumed for a flow record (the reading used to fall back on T_MAX): a point
     whose flow says 'ok' at t = 1e15 but not its horizon fails, as a flow that stopped early."""

@@ -389,7 +389,7 @@ def test_claim1_points_whose_flows_stopped_early_fail_with_cause_i():
     assert out["cause"]["code"] == "i"
 
 
-# -- claim 1's reading at its declared edges (issue 51) ---------------------------------------------
+# -- claim 1's reading at its declared edges (issue 51) ----------------------------------------
 def test_a_q_variant_is_counted_on_the_reference_regime_at_its_own_q():
     """SPEC: the sub-grid is chosen at the reference's q, the same 41 points for every variant;
     with q = 2 x ln d / D, 36 of them have the variant's q > 0.5 and are counted beside it. A
