@@ -135,6 +135,39 @@ def test_the_rule_is_90_percent_of_the_regime_and_the_reference():
     assert not cg.grid_summary(no_ref)["passed"]
 
 
+def test_exactly_90_percent_passes_the_verdict_and_the_budget_reading_alike():
+    """SPEC: >= 90 % of the regime points and the reference. 9 of 10 (the reference among the
+    9) is exactly 90 %: the horizon verdict passes, and the budget reading beside it, read by the
+    same rule, passes too; 8 of 10 fails both (issue 51: the boundary, in both places)."""
+    s = cg.grid_summary(_regime(n_pass=8, n_moving=1))
+    assert (s["n_regime"], s["n_regime_passed"], s["regime_fraction"]) == (10, 9, 0.9)
+    assert s["passed"] and s["reference"]["passed"]
+    b = s["budget"]
+    assert (b["n_regime"], b["n_regime_passed"], b["regime_fraction"]) == (10, 9, 0.9)
+    assert b["passed"] and b["reference_passed"]
+    s = cg.grid_summary(_regime(n_pass=7, n_moving=2))
+    assert s["regime_fraction"] == 0.8 and not s["passed"] and not s["budget"]["passed"]
+
+
+def test_a_fall_of_error_over_bayes_by_exactly_the_level_is_converged():
+    """SPEC (deciding constants): an association point failing the horizon reading is still
+    moving when error/Bayes fell by *more than* FALLING over the last decade. Three such points
+    that fell by exactly the level have converged (cause (ii)); by one ulp more, they move
+    (cause (i)) (issue 51: either side of the level)."""
+    recs = _regime(n_pass=5, n_assoc_fail=3)
+    for r in recs[5:8]:
+        r["trend"]["error_over_bayes_from"] = (1.0 + cg.FALLING) * r["horizon"]["error_over_bayes"]
+    s = cg.grid_summary(recs)
+    assert len(s["converged_association"]) == 3 and s["moving"] == []
+    assert cg.grid_cause(s)[0] == "ii"
+    for r in recs[5:8]:
+        r["trend"]["error_over_bayes_from"] = float(np.nextafter(
+            r["trend"]["error_over_bayes_from"], math.inf))
+    s = cg.grid_summary(recs)
+    assert s["moving_classes"] == {"association": 3} and s["converged"] == []
+    assert cg.grid_cause(s)[0] == "i"
+
+
 def test_points_beyond_the_declared_grid_are_reported_not_counted():
     recs = _regime(n_pass=9) + [_rec(3, 12, 1024, cls="undecided", eob=2.0),
                                 _rec(12, 3, 1024)]

@@ -83,6 +83,17 @@ def test_a_failing_seed_not_moving_is_cause_ii_and_a_stopped_flow_cause_i():
     assert stopped["cause"]["code"] == "i" and "did not reach T" in stopped["cause"]["why"]
 
 
+def test_cause_i_needs_every_failing_seed_still_moving():
+    """SPEC (claim 2 at T, what a FAIL says): (i) when every failing seed still moves toward
+    what it fails; two failing seeds of which one has stopped moving make it (ii) (issue 51)."""
+    s = flows((True,) * 8 + (False, False))
+    assert cf.claim2_at_flow(s, None, None, _S())["cause"]["code"] == "i"
+    s["seeds"][9]["moving"] = False
+    rec = cf.claim2_at_flow(s, None, None, _S())
+    assert rec["status"] == "fail" and rec["cause"]["code"] == "ii"
+    assert rec["cause"]["why"].startswith("failing seeds not moving")
+
+
 def test_the_gd_readings_stand_beside_the_verdict():
     from tests.studies.test_registry import _seeds
     gd = _seeds(passes=(True,) * 5 + (False,) * 5)

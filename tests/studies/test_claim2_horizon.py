@@ -57,6 +57,26 @@ def test_trend_is_the_change_per_doubling_over_the_last_records():
     assert cs.trend([0, 3000], [0, 0], [0.2, 0.3], [0.1, 0.1], horizon=3000)["share"] is None
 
 
+def test_a_seed_moves_only_toward_every_criterion_it_fails_by_more_than_the_level():
+    """SPEC (claim 2, what a FAIL says): still moving means progress toward *each* criterion
+    the seed fails by *more than* TREND_TOL per doubling of t. A seed failing the share and the
+    error, whose share_min rises by 0.02 per doubling while its test error stays flat, moves
+    toward one of the two: not moving. A slope exactly at a level is not more than it (issue
+    51: the all-quantifier and the level)."""
+    steps = np.array([0, 10, 100, 250, 500, 1000, 2000, 3000])
+    share = np.where(steps > 0, 0.5 + 0.02 * np.log2(np.maximum(steps, 1)), 0.2)
+    error = np.full(steps.size, 0.002)
+    tr = cs.trend(steps, np.full(steps.size, 15), share, error, horizon=3000)
+    assert tr["share"] == pytest.approx(0.02, rel=1e-9) and tr["error"] == 0.0
+    assert cs._moving(["share"], tr) and not cs._moving(["error"], tr)
+    assert not cs._moving(["share", "error"], tr) and not cs._moving(["error", "share"], tr)
+    at = dict(cs.TREND_TOL)
+    above = {c: float(np.nextafter(x, 1.0)) for c, x in at.items()}
+    for c in at:
+        assert not cs._moving([c], at) and cs._moving([c], above)
+    assert cs._moving(["def22", "share", "error"], above)
+
+
 def _rec(seed, time_all, steps=(0, 5, 10, 20)):
     passed = time_all is not None
     return {"seed": seed, "passed": passed, "curve": {"steps": list(steps)},

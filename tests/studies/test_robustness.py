@@ -127,7 +127,7 @@ def test_the_sign_rule_of_alpha0():
     assert R.signed_seeds(ref, 0, 5, first=3) == [3, 4, 5, 6, 7]
     # seed 0 starts below 0 at d = 256, above at d = 1024: the sign variants run the
     # reference's flow where they would not change its start, and the reference's seeds
-    task = R.RobustnessTask()
+    task = R.RobustnessTask(t_max=1e15)
     cn, cp = R.cells_of(neg, task), R.cells_of(pos, task)
     assert {c.variant for c in cn["points"] if c.d == 256} == {"ref"}
     assert {c.variant for c in cn["points"] if c.d == 1024} == {"alpha0-neg"}
@@ -154,11 +154,11 @@ def test_the_uniform_start_stays_uniform_along_the_flow(diagonal):
     assert tr.status == "ok" and tr.t[-1] == 1e15
     assert np.all(tr.a == 0.0) and np.all(tr.b == 0.0) and np.all(tr.c == 0.0)
     assert abs(tr.alpha[-1] - tr.alpha[0]) > 1.0
-    rec = runs.flow_cell(cfg, ctl, 0)
+    rec = runs.flow_cell(cfg, ctl, 0, 1e15)
     assert rec["attention_move"] == 0.0 and rec["limit_class"] == "tie"
     assert not rec["passed"] and rec["horizon"]["topc_rows"] == 0
     # the reference from the same point associates: the control is not vacuous
-    ref = runs.flow_cell(R.REFERENCE.config(cfg.replace(diagonal="fixed")), R.REFERENCE, 0)
+    ref = runs.flow_cell(R.REFERENCE.config(cfg.replace(diagonal="fixed")), R.REFERENCE, 0, 1e15)
     assert ref["limit_class"] == "association" and ref["attention_move"] > 1.0
 
 
@@ -305,7 +305,7 @@ def test_same_limit_reads_the_class_and_alpha_within_the_declared_slack():
 
 # -- resumption ------------------------------------------------------------------------------------
 def test_the_cells_resume_and_a_changed_variant_is_recomputed(tmp_path):
-    task = R.RobustnessTask(folder=str(tmp_path))
+    task = R.RobustnessTask(folder=str(tmp_path), t_max=1e15)
     cells = [R.RobustnessCell("point", "ref", 4, 4, 256), R.RobustnessCell("point", "q2x", 4, 4, 256),
              R.RobustnessCell("seed", "ref", seed=3)]
     calls = []
@@ -360,7 +360,7 @@ def test_a_forced_solver_failure_at_d55_fails_claim7_with_cause_i(monkeypatch, t
 
     assert tables.claim7_reading(_family())["status"] == "pass"        # the control
     _failing_solver(monkeypatch, after=120)
-    task = runs.RobustnessTask(folder=str(tmp_path))
+    task = runs.RobustnessTask(folder=str(tmp_path), t_max=1e15)
     rec = runs.compute_cell(task, runs.RobustnessCell("family", "ref", d=55))
     assert rec["status"].startswith("solver failed") and not rec["reached"]
     assert not rec["settled"] and rec["limit"] == "undetermined"
@@ -387,3 +387,39 @@ def test_claim1_points_whose_flows_stopped_early_fail_with_cause_i():
     out = tables.claim1_reading(pts)
     assert out["status"] == "fail" and out["n_passed"] == 0
     assert out["cause"]["code"] == "i"
+
+
+# -- claim 1's reading at its declared edges (issue 51) ----------------------------------------
+def test_a_q_variant_is_counted_on_the_reference_regime_at_its_own_q():
+    """SPEC: the sub-grid is chosen at the reference's q, the same 41 points for every variant;
+    with q = 2 x ln d / D, 36 of them have the variant's q > 0.5 and are counted beside it. A
+    variant whose 41 points pass, at q values outside the regime, passes on 41 points."""
+    q2 = variants.by_tag("q2x")
+    pts = []
+    for L, C, d in R.subgrid():
+        q = q2.config(preset("ref", L=L, C=C, d=d, diagonal="fixed")).q
+        pts.append(dict(_point(L, C, d), q=q, in_regime=True,
+                        variant_in_regime=claim1_grid.in_regime(L, q)))
+    assert sum(p["q"] > 0.5 for p in pts) == 36
+    out = tables.claim1_reading(pts)
+    assert (out["n_points"], out["n_passed"], out["status"]) == (41, 41, "pass")
+    assert out["variant_out_of_regime"] == 36 and out["failures_out_of_regime"] == 0
+
+
+def test_a_variant_whose_reference_point_fails_fails_claim1_at_any_fraction():
+    """SPEC: a variant passes when >= 90 % of the 41 points pass *and* the reference point
+    (4, 4, 256) passes. 40 of 41 pass (97.6 %) but the reference point is at a tie: the reading,
+    its cell and the headline all say FAIL, with cause (ii), the reference point among the
+    failing limits."""
+    pts = _points()
+    k = next(i for i, r in enumerate(pts) if (r["L"], r["C"], r["d"]) == variants.REFERENCE_POINT)
+    pts[k] = _point(*variants.REFERENCE_POINT, cls="tie", eob=20.0)
+    out = tables.claim1_reading(pts)
+    assert (out["n_points"], out["n_passed"], out["reference_passed"]) == (41, 40, False)
+    assert out["fraction"] >= claim1_grid.PASS_FRACTION
+    assert out["status"] == "fail" and out["passed"] is False
+    assert out["cause"]["code"] == "ii" and "the reference point among them" in out["cause"]["why"]
+    rows = _rows(etaQ5=(pts, None, None))
+    row = next(r for r in R.table(rows)["rows"] if r["tag"] == "etaQ5")
+    assert row["cells"][0]["verdict"] == "FAIL (ii)"
+    assert "Claim 1 fails for eta_Q = 5 (cause (ii)" in R.headline(rows)

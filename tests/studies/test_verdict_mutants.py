@@ -3,6 +3,8 @@ issue 35): each sits where a rule's edge is, so that a one-token change of the r
 the right reason. The mutant each test kills is named in its docstring."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -161,3 +163,75 @@ def test_the_robustness_claim1_cell_needs_the_reference_point():
     pts[ref] = rob_point(*variants.REFERENCE_POINT, cls="tie", eob=20.0)
     out = tables.claim1_reading(pts)
     assert out["n_passed"] == 40 and out["fraction"] >= 0.9 and out["status"] == "fail"
+
+
+# -- the runner (issue 51): a mutant that does not apply is an error, never a skip ----------------
+from tests.mutants import verdict_mutants as vm  # noqa: E402
+
+
+def test_every_mutant_applies_at_one_place_of_its_listed_file():
+    """The list is current: each mutant's text is exactly once in all the sources, in the file
+    it names, and its tests exist (so the runner, which CI does not run, applies every one)."""
+    sources = vm._sources()
+    assert len({m.id for m in vm.MUTANTS}) == len(vm.MUTANTS)
+    for m in vm.MUTANTS:
+        assert vm._status(m, sources) == ("", ""), m.id
+        assert vm.locate(m, sources)[0] == vm.ROOT / m.file, m.id
+
+
+RULE = "def ok(x):\n    return x >= 1\n\n\ndef other(x):\n    return x < 0\n"
+TEST = ("import pathlib\n\nNS = {}\n"
+        "exec((pathlib.Path(__file__).parents[1] / 'simulations' / 'rule.py').read_text(), NS)\n"
+        "\n\ndef test_ok():\n    assert NS['ok'](1) and not NS['ok'](0)\n")
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """A tree of one rule and its test, where the runner applies its mutants."""
+    (tmp_path / "simulations").mkdir()
+    (tmp_path / "simulations" / "rule.py").write_text(RULE)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_rule.py").write_text(TEST)
+    (tmp_path / "tests" / "test_none.py").write_text("X = 1\n")
+    monkeypatch.setattr(vm, "ROOT", tmp_path)
+    return tmp_path
+
+
+def _m(old, new, tests=("tests/test_rule.py",), file="simulations/rule.py"):
+    return vm.Mutant("X01", "a mutant", file, old, new, tests)
+
+
+@pytest.mark.parametrize("mutant, result, detail", [
+    (_m("return x >= 1", "return x > 1"), "killed", "tests/test_rule.py::test_ok"),
+    (_m("return x < 0", "return x <= 0"), "SURVIVED", "every targeted test passed"),
+    (_m("return x >= 2", "return x > 2"), "NOT APPLIED", "in no file"),
+    (_m("return x", "return -x"), "AMBIGUOUS", "occurs 2 times"),
+    (_m("return x >= 1", "return x >="), "BROKEN", "does not compile"),
+    (_m("return x >= 1", "return x >= ONE"), "BROKEN", "NameError"),
+    (_m("return x >= 1", "return x > 1", ("tests/test_gone.py",)), "ERROR", "no test file"),
+    (_m("return x >= 1", "return x > 1", ("tests/test_none.py",)), "ERROR", "pytest exit 5"),
+])
+def test_the_runner_names_what_happened_to_a_mutant(tree, mutant, result, detail):
+    got, why, _ = vm.run_mutant(mutant)
+    assert (got, detail in why) == (result, True), why
+    assert (tree / "simulations" / "rule.py").read_text() == RULE            # restored
+
+
+def test_a_moved_text_still_applies_with_a_note(tree):
+    (tree / "simulations" / "moved.py").write_text((tree / "simulations" / "rule.py").read_text()
+                                                   .replace("x >= 1", "x >= 10"))
+    got, why, _ = vm.run_mutant(_m("return x >= 10", "return x > 10"))
+    assert got == "SURVIVED" and why.startswith("moved: listed in simulations/rule.py")
+
+
+def test_a_list_with_a_mutant_that_does_not_apply_fails_and_says_so(tree, monkeypatch, capsys):
+    monkeypatch.setattr(vm, "MUTANTS", (_m("return x >= 1", "return x > 1"),
+                                        vm.Mutant("X02", "gone", "simulations/rule.py",
+                                                  "return x >= 2", "return x > 2",
+                                                  ("tests/test_rule.py",))))
+    assert vm.main([]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^X02  NOT APPLIED .*in no file", out, re.M)
+    assert "1 of 2 killed" in out and out.rstrip().endswith("not applied: X02")
+    assert vm.main(["--list"]) == 1 and "X02  NOT APPLIED: " in capsys.readouterr().out
+    assert vm.main(["--list", "X01"]) == 0

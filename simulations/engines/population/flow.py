@@ -13,8 +13,9 @@ logarithmically slow (b - c grows like ln t and the gradient is of the order of 
 fixed step budget cannot reach it, but the flow can: it is integrated in the variable
 s = ln(1 + t), d theta / ds = (1 + t) d theta / dt, by an adaptive implicit solver (scipy's
 LSODA, which switches to BDF where the problem is stiff; Radau and BDF may be chosen), to a
-horizon t_max (default 1e15 steps), recorded at log-spaced times (``per_decade`` per decade, and
-t = 0), with the solver's dense output kept (:meth:`FlowTrajectory.at`).
+horizon t_max (every caller states it; the studies' is ``T_MAX``), recorded at log-spaced times
+(``per_decade`` per decade, and t = 0), with the solver's dense output kept
+(:meth:`FlowTrajectory.at`).
 
 Accuracy of the right-hand side (SPEC section 6, the flow). Each evaluation is the exact
 engine's (:mod:`.exact`): a complete enumeration (bound 0) when the problem has at most
@@ -91,7 +92,8 @@ __all__ = ["FlowTrajectory", "FlowResult", "population_flow", "run_flow", "flow_
 #: Version of the flow's numbers: studies put it in their cells' fingerprints, so that cells
 #: computed by an older engine are recomputed, never reused.
 FLOW_VERSION = "flow-5"
-#: Default horizon, in GD steps (SPEC section 6).
+#: The declared horizon, in GD steps (SPEC section 6): the studies read their flows there. The
+#: engine has no default horizon: every caller states its own.
 T_MAX = 1e15
 #: The shortest horizon a flow accepts: below it the solver's step underflows (1e-200 ran
 #: forever in LSODA), and nothing moves that float64 records could show.
@@ -260,7 +262,7 @@ def reached_horizon(status: str, t_reached: float | None, t_max: float) -> bool:
 
 def population_flow(L: int, C: int, q: float, p: int, nu: float, alpha0: float,
                     coords0: Sequence[float], *, eta_v: float, eta_Q: float,
-                    t_max: float = T_MAX, per_decade: int = PER_DECADE,
+                    t_max: float, per_decade: int = PER_DECADE,
                     diagonal: str = "fixed", rel_bound: float = REL_BOUND,
                     rtol: float = RTOL, atol: float = ATOL, method: str = "LSODA",
                     complete_max: int = COMPLETE_MAX,
@@ -584,7 +586,7 @@ class FlowResult:
                            self.summary(), arrays)
 
 
-def run_flow(config, seed: int = 0, *, t_max: float = T_MAX, progress: bool = False,
+def run_flow(config, seed: int = 0, *, t_max: float, progress: bool = False,
              structure=None, **options) -> FlowResult:
     """The flow of ``config`` (free logits) from the seed's initial point, the GD step sizes
     of the config as M (``options``: those of :func:`population_flow`)."""

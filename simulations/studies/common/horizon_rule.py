@@ -113,6 +113,14 @@ def in_regime(L: int, q: float) -> bool:
     return q <= REGIME_Q and L >= REGIME_L
 
 
+def rule_passes(n_passed: int, n: int, reference_passed: bool) -> bool:
+    """Claim 1's rule over the regime (SPEC section 6), the one place it is written: at least
+    ``PASS_FRACTION`` of the ``n`` regime points pass (90 % exactly passes) and the reference
+    point passes; no regime point, no pass. The horizon verdict and the budget reading beside
+    it (:func:`grid_summary`) both read it."""
+    return bool(n and n_passed / n >= PASS_FRACTION and reference_passed)
+
+
 def point_verdict(horizon: dict, limit: str | None, bayes: float, reached: bool) -> dict:
     """The horizon test at one point (SPEC section 6, claim 1 at the horizon).
 
@@ -223,10 +231,11 @@ def _classes(records) -> dict:
 def _flow_reached(r: dict) -> bool:
     """The one rule of the horizon (:func:`~patchassoc.simulations.engines.population.flow.reached_horizon`) on a point's flow, read from the
     record's status and times, whatever else the record says (True for a record without its
-    flow, e.g. a budget-only reading)."""
+    flow, e.g. a budget-only reading; False for a flow that does not state its horizon: no
+    horizon is assumed for it)."""
     f = r.get("flow")
-    return not f or reached_horizon(str(f.get("status")), f.get("t_reached"),
-                                    f.get("t_max") or T_MAX)
+    return not f or (f.get("t_max") is not None and reached_horizon(
+        str(f.get("status")), f.get("t_reached"), f["t_max"]))
 
 
 def point_passed(r: dict) -> bool:
@@ -305,7 +314,7 @@ def _budget(records, regime, ref) -> dict:
             "n_regime": len(reg), "n_regime_passed": k_reg, "regime_fraction": frac,
             "reference_passed": (bool(rb["passed"]) if rb else None),
             "reference_steps": rb.get("steps"),
-            "passed": bool(reg and frac >= PASS_FRACTION and rb.get("passed")),
+            "passed": rule_passes(k_reg, len(reg), bool(rb.get("passed"))),
             "fraction_share_ge_0_9": (len(share) / len(have)) if have else None,
             "regime_failures": [_key(r) for r in reg if not r["budget"]["passed"]],
             "median_steps": (float(np.median([r["budget"]["steps"] for r in have]))
@@ -335,7 +344,7 @@ def grid_summary(records: Sequence[dict], reference: tuple = REFERENCE,
     k_reg = sum(bool(r["passed"]) for r in regime)
     ref = next((r for r in records if (r["L"], r["C"], r["d"]) == tuple(reference)), None)
     frac = k_reg / n_reg if n_reg else None
-    passed = bool(n_reg and frac >= PASS_FRACTION and ref is not None and ref["passed"])
+    passed = rule_passes(k_reg, n_reg, ref is not None and bool(ref["passed"]))
     failing = [r for r in regime if not r["passed"]]
     moving = [r for r in failing if _kind(r) == "moving"]
     converged = [r for r in failing if _kind(r) == "converged"]

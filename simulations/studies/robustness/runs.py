@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -34,7 +34,7 @@ from patchassoc.theory.bayes import bayes_error
 from patchassoc.theory.config import Config, preset
 from patchassoc.theory.solutions import sign_of_sum_error
 from patchassoc.simulations.engines.population.exact import evaluate
-from patchassoc.simulations.engines.population.flow import (FLOW_VERSION, T_MAX, flow_reading,
+from patchassoc.simulations.engines.population.flow import (FLOW_VERSION, flow_reading,
                                                           population_flow)
 from patchassoc.simulations.engines.population.trajectory import initial_point
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
@@ -74,12 +74,13 @@ class RobustnessCell:
 @dataclass(frozen=True)
 class RobustnessTask:
     """What every cell shares (picklable): the preset of claim 1's points and of the sampled
-    runs, the flows' seed and horizon, claim 2's horizon, the sampled runs' reference config
-    (JSON) and where they are saved (``folder``, not in the fingerprint)."""
+    runs, the flows' seed and horizon (``t_max``, no default: :func:`.run.compute` states the
+    declared one), claim 2's horizon, the sampled runs' reference config (JSON) and where they
+    are saved (``folder``, not in the fingerprint)."""
 
     base: str = "ref"
     seed: int = 0
-    t_max: float = T_MAX
+    t_max: float = field(kw_only=True)
     horizon: int = seed_rule.HORIZON
     sample_json: str = ""
     folder: str = ""
@@ -117,7 +118,7 @@ def _moves(tr) -> float:
     return float(max(np.max(np.abs(x - x[0])) for x in (tr.a, tr.b, tr.c)))
 
 
-def flow_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX) -> dict:
+def flow_cell(cfg: Config, variant: Variant, seed: int, t_max: float) -> dict:
     """Claim 1 at one point: the flow of ``cfg`` (the variant applied) read by claim 1's horizon
     rule, counted in the reference's regime (``in_regime`` True; ``variant_in_regime`` says
     whether the variant's q is still <= 0.5), with the starts, alpha at the horizon and the
@@ -131,7 +132,7 @@ def flow_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX) ->
     return rec
 
 
-def family_cell(cfg: Config, variant: Variant, seed: int, t_max: float = T_MAX,
+def family_cell(cfg: Config, variant: Variant, seed: int, t_max: float,
                 tol_factor: float = scaling_family.TOL_FACTOR) -> dict:
     """Claim 7 at one d: the flow of ``cfg`` to the horizon, its reading, its last decade's trend
     and its last point certified at tol(d) = ``tol_factor`` x Bayes(d) (``certified``: error,

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from patchassoc.simulations.analysis.formatting import num
-from patchassoc.simulations.engines.population.flow import T_MAX, reached_horizon
+from patchassoc.simulations.engines.population.flow import reached_horizon
 from patchassoc.simulations.studies.robustness.variants import (
     CLAIM3_NOTE, FAMILY_KS, REFERENCE, REFERENCE_POINT, STALL_ALPHA, SUBGRID_MAX_D, Variant,
     same_limit)
@@ -113,11 +113,12 @@ def claim1_reading(recs: Sequence[dict], ref_recs: Sequence[dict] = (),
 
 def _at_horizon(rec: dict) -> dict:
     """A family record read by the one rule of the horizon (:func:`~patchassoc.simulations.engines.population.flow.reached_horizon`),
-    whatever the record says: a flow that stopped early is not reached and not settled."""
+    whatever the record says: a flow that stopped early, or that does not state its horizon (no
+    horizon is assumed for it), is not reached and not settled."""
     hz = rec.get("horizon") or {}
-    if rec.get("reached") and not reached_horizon(str(rec.get("status")),
-                                                  rec.get("t_reached", hz.get("t")),
-                                                  rec.get("t_max") or T_MAX):
+    t_max = rec.get("t_max")
+    if rec.get("reached") and not (t_max is not None and reached_horizon(
+            str(rec.get("status")), rec.get("t_reached", hz.get("t")), t_max)):
         return dict(rec, reached=False, settled=False,
                     reason=f"the flow did not reach its horizon ({rec.get('status')})")
     return rec

@@ -250,7 +250,7 @@ def test_too_few_records_or_a_stop_give_no_class():
 ])
 def test_bad_options_are_refused(kw, match):
     with pytest.raises(ValueError, match=match):
-        population_flow(*_args(), eta_v=0.1, eta_Q=50.0, **kw)
+        population_flow(*_args(), eta_v=0.1, eta_Q=50.0, **{"t_max": 1e3, **kw})
 
 
 def test_the_dense_output_interpolates_between_records(ref_flow):
