@@ -73,9 +73,17 @@ C2F = "simulations/studies/claim2_flow.py"
 T_SFLOW = "tests/engines/test_sampled_flow.py"
 T_C2F = "tests/studies/test_claim2_flow.py"
 T_HOR = "tests/studies/test_declared_horizon.py"
-C5 = "simulations/studies/claim5_transfer/pipeline.py"
+C5 = "simulations/studies/claim5_transfer/verdict.py"
+C5A = "simulations/studies/claim5_transfer/analysis.py"
+C5T = "simulations/studies/claim5_transfer/tasks.py"
+C5F = "simulations/studies/claim5_transfer/fine_tuning.py"
+DESC = "simulations/engines/sampled_descent.py"
+SYM = "theory/lemmas/symmetry.py"
 T_C5 = "tests/studies/test_claim5_transfer.py"
 T_C5R = "tests/studies/test_claim5_rule.py"
+T_C5L = "tests/studies/test_claim5_limit.py"
+T_C5F = "tests/studies/test_claim5_family.py"
+T_L4 = "tests/theory/test_lemma_L4.py"
 T_C7R = "tests/studies/test_claim7_rule.py"
 GSTEP = "simulations/studies/claim1_grid/grid_step.py"
 RRUN = "simulations/studies/robustness/run.py"
@@ -307,22 +315,23 @@ MUTANTS = (
     Mutant("M62", "a claim-7 family record without its horizon is read at 1e15", TABS,
            "    t_max = rec.get(\"t_max\")\n", "    t_max = rec.get(\"t_max\") or 1e15\n",
            (T_HOR,)),
-    # claim 5: the threshold and the every-eps rule only (its protocol is about to be reworked)
+    # claim 5: the declared rule (written once, read by the verdict, the cause and the bound)
     Mutant("M63", "claim 5: a ratio of exactly 4 fails", C5,
-           "ratio >= P.RATIO_MIN\n              and lo > P.CI_LOW_MIN)",
-           "ratio > P.RATIO_MIN\n              and lo > P.CI_LOW_MIN)", (T_C5R, T_C5)),
+           "ratio >= P.RATIO_MIN\n            and ci_low > P.CI_LOW_MIN)",
+           "ratio > P.RATIO_MIN\n            and ci_low > P.CI_LOW_MIN)", (T_C5R, T_C5, T_C5L)),
     Mutant("M64", "claim 5: a CI lower end of exactly 2 passes", C5,
-           "ratio >= P.RATIO_MIN\n              and lo > P.CI_LOW_MIN)",
-           "ratio >= P.RATIO_MIN\n              and lo >= P.CI_LOW_MIN)", (T_C5R, T_C5)),
+           "ratio >= P.RATIO_MIN\n            and ci_low > P.CI_LOW_MIN)",
+           "ratio >= P.RATIO_MIN\n            and ci_low >= P.CI_LOW_MIN)", (T_C5R, T_C5, T_C5L)),
     Mutant("M65", "claim 5 passes when the rule holds at some eps, not every one", C5,
            "rule_ok = bool(rows) and not failing",
            "rule_ok = bool(rows) and len(failing) < len(rows)", (T_C5R, T_C5)),
-    Mutant("M66", "claim 5's cause: a ratio of exactly 4 fails", C5,
-           "and ratio >= P.RATIO_MIN and lo > P.CI_LOW_MIN",
-           "and ratio > P.RATIO_MIN and lo > P.CI_LOW_MIN", (T_C5R, T_C5)),
-    Mutant("M67", "claim 5's cause: a CI lower end of exactly 2 passes", C5,
-           "and ratio >= P.RATIO_MIN and lo > P.CI_LOW_MIN",
-           "and ratio >= P.RATIO_MIN and lo >= P.CI_LOW_MIN", (T_C5R, T_C5)),
+    Mutant("M66", "claim 5's cause ignores the bound: an eps the ideal attention fails too is "
+                  "read (ii)", C5,
+           "        if bound is not None and not _eps_ok(",
+           "        if False and bound is not None and not _eps_ok(", (T_C5L, T_C5R, T_C5)),
+    Mutant("M67", "claim 5's cause: out of reach (v) outranks a finished failure (ii)", C5,
+           'code = "ii" if finished else ("i" if censored else "v")',
+           'code = "v" if unreachable else ("ii" if finished else "i")', (T_C5L, T_C5R, T_C5)),
     # claim 7: the rise's edge and its default, each control, settled at tol(d) in both copies
     Mutant("M68", "claim 7: the rise every caller relies on, by default, is 0.2", FAM,
            "min_rise: float = MIN_RISE) -> dict:", "min_rise: float = 0.2) -> dict:",
@@ -344,6 +353,37 @@ MUTANTS = (
     # the declared horizon as the public API's own default (a user's path, beside M54-M60)
     Mutant("M74", "the public API's flow runs to 1e13 by default", "patchassoc/api.py",
            "t_max: float = 1e15", "t_max: float = 1e13", (T_HOR,)),
+    # claim 5 at the limit (issue 47): the bound is no baseline, the upstream, the stopping rule
+    Mutant("M75", "claim 5: the ideal attention counts as a baseline", C5A,
+           "baselines = [m for m in table if m != pretrained and m not in references]",
+           "baselines = [m for m in table if m != pretrained]", (T_C5F, T_C5L)),
+    Mutant("M76", "claim 5: a flow that did not reach its horizon is read as the upstream", C5T,
+           "        if not reached:\n            raise ValueError(f\"the empirical-risk flow in",
+           "        if False:\n            raise ValueError(f\"the empirical-risk flow in",
+           (T_C5L,)),
+    Mutant("M77", "claim 5: a cell at rest is never stopped (it runs to the horizon)", DESC,
+           "<= rest * (1.0 + _length(v, theta if train_attention else None)))",
+           "<= 0.0 * rest * (1.0 + _length(v, theta if train_attention else None)))",
+           (T_C5L,)),
+    Mutant("M78", "claim 5: a cell cut at the horizon is flagged moving whatever its loss did",
+           C5F, "loss < (1.0 - st.moving_drop) * window[3])",
+           "loss < (1.0 + st.moving_drop) * window[3])", (T_C5L,)),
+    # lemma L4 proved for symbolic sizes (issue 48)
+    Mutant("M79", "L4: the case split drops the case k = q (h(tau k) without delta(k, q) h(p))",
+           SYM,
+           "    return (KD(k, p) * h.xreplace({k: q}) + KD(k, q) * h.xreplace({k: p})\n"
+           "            + (1 - KD(k, p)) * (1 - KD(k, q)) * neither)",
+           "    return (KD(k, p) * h.xreplace({k: q})\n"
+           "            + (1 - KD(k, p)) * (1 - KD(k, q)) * neither)", (T_L4,)),
+    Mutant("M80", "L4: delta(p, q) = 0 is not declared to the delta helper", SYM,
+           "_FLAT_DISTINCT = ((_p, _q),)", "_FLAT_DISTINCT = ()", (T_L4,)),
+    Mutant("M81", "L4: the per-sample identity permutes u but not Q", SYM,
+           "    image = transpose_entries(transpose_entries(f, _u, (0,)), _Q, (0, 1))\n",
+           "    image = transpose_entries(f, _u, (0,))\n", (T_L4,)),
+    Mutant("M82", "L4: the law step swaps one patch across two sets instead of the two sets",
+           SYM, "    swap = patch_density(lambda m, e: transposed(_x[m, e], m, _l1, _l2))\n",
+           "    swap = patch_density(lambda m, e: KD(e, _p) * transposed(_x[m, e], m, _l1, _l2)\n"
+           "                         + (1 - KD(e, _p)) * _x[m, e])\n", (T_L4,)),
 )
 
 
