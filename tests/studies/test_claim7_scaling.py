@@ -465,3 +465,24 @@ def test_a_missing_point_is_a_fail_not_a_preview():
     out = cmd.claim7(_declared_summary(flows))
     assert out["status"] == "fail" and out["cause"]["code"] == "i"
     assert "d = 1097" in out["cause"]["why"] and "cap" in out["cause"]["why"]
+
+
+def test_the_reproductions_mode_decides_without_the_budget_reading(tmp_path):
+    """Issue 46: ``reproduce`` runs claim 7 in mode "decide": a declared reading (no mode among
+    its preview reasons), the flow on the range, and no GD run at a step budget unless asked;
+    the claim's line says where that reading is. (The range is cut to k = 4, 5 here to keep the
+    test short: that alone, and nothing about the mode, makes it a preview.)"""
+    from patchassoc.simulations.studies.claim7_scaling.studies import compute
+    s = compute(tmp_path, mode="decide", budget=False, gd_ks=(4, 5), flow_ks=(4, 5),
+                sampled_ks=(), ks=(4, 5), block_max_k=5)
+    kinds = {p.name.split("-")[0] for p in (tmp_path / "cells").glob("*.json")}
+    assert kinds == {"flow", "block"}
+    assert s["budget_readings"] is False and s["mode"] == "decide"
+    assert not any("run" in r and "decide" in r for r in s["preview_reasons"])
+    assert s["preview_reasons"] == ["range k = [4, 5], not the declared [4, 5, 6, 7]"]
+    assert "not computed here" in s["claim7"]["detail"]
+    assert all((r["flow"] or {}).get("reached") for r in s["a"]["rows"] if r["d"] in (55, 148))
+    with_budget = compute(tmp_path / "b", mode="decide", budget=True, gd_ks=(4,), flow_ks=(4,),
+                          sampled_ks=(), ks=(4,), block_max_k=4, sweep_ks=(3,), max_steps=50)
+    kinds = {p.name.split("-")[0] for p in (tmp_path / "b" / "cells").glob("*.json")}
+    assert kinds == {"flow", "block", "gd"} and with_budget["budget_readings"] is True

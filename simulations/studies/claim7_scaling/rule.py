@@ -122,10 +122,14 @@ def claim7(summary: dict) -> dict:
               f"[{', '.join(_ratio(x) for x in ratios)}] x Bayes, local exponents "
               f"{_exps(flow)} (rise {num(flow.get('rise'), '.2f')}, needs increasing and >= "
               f"{summary.get('min_rise')}); limit classes {', '.join(map(str, limits))}; "
-              f"beside it, GD within "
-              f"ceil({summary.get('steps_per_log', STEPS_PER_LOG):g} ln d) steps: "
-              f"[{', '.join(_ratio(x) for x in budget)}] x Bayes, exponents {_exps(gd)}"
-              f" -> {'holds' if gd.get('passed') else 'fails'} within the budget; controls "
+              + (f"beside it, GD within "
+                 f"ceil({summary.get('steps_per_log', STEPS_PER_LOG):g} ln d) steps: "
+                 f"[{', '.join(_ratio(x) for x in budget)}] x Bayes, exponents {_exps(gd)}"
+                 f" -> {'holds' if gd.get('passed') else 'fails'} within the budget; "
+                 if summary.get("budget_readings", True) else
+                 "the reading of GD within its step budget not computed here (`patchassoc "
+                 "scaling`, or `patchassoc reproduce --budget-readings`); ")
+              + f"controls "
               f"identity {'PASS (fails the claim)' if controls['identity'] else 'fail'}, "
               f"uniform {'PASS (fails the claim)' if controls['uniform'] else 'fail'}; "
               f"Bayes {'passes' if bayes_ok else 'fails' if few is False else 'n/a'}")

@@ -63,6 +63,14 @@ REDUCED = dict(gd_ks=(4, 5), flow_ks=(4, 5), block_max_k=6, sweep_ks=(3, 4, 5),
 QUICK = dict(gd_ks=(4,), flow_ks=(4,), block_max_k=5, sweep_ks=(), sampled_ks=(), ns=(),
              seeds=0, max_steps=1000)
 
+#: The reproduction's study, which decides claim 7 (SPEC 6, item 7, amended in issue 46): the
+#: flow on the declared range, (c) reduced; the fixed-budget GD readings only with
+#: ``budget=True``.
+DECIDE = dict(gd_ks=GD_KS, flow_ks=GD_KS, block_max_k=6, sweep_ks=(3, 4, 5), sampled_ks=(4,),
+              ns=(250, 1000), seeds=3, max_steps=None)
+#: The modes of :func:`compute` and whether each is a declared reading (not a preview).
+MODES = {"full": True, "decide": True, "reduced": False, "quick": False}
+
 
 def _fit_pair(xs, ys) -> dict:
     """Fits of ln t against ln d (gamma) and against ln ln d (beta)."""
@@ -265,13 +273,21 @@ def _study_c(recs, ds, Ns, n_seeds, family) -> dict:
 def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_max_k=None,
             sweep_ks=None, sampled_ks=None, ns=None, seeds=None, steps_per_log=None,
             max_steps=None, t_max=None, seed: int = 0, jobs: int = 1, dask=None,
-            progress: bool = False, mode: str = "full") -> dict:
+            progress: bool = False, mode: str = "full", budget: bool = True) -> dict:
     """Run the three studies into ``out`` (cells resumable); the JSON-ready summary (saved as
-    ``out/scaling.json``, the cells in ``out/cells/``; its figures are drawn from it)."""
+    ``out/scaling.json``, the cells in ``out/cells/``; its figures are drawn from it).
+
+    ``mode``: ``"full"`` (the declared study), ``"decide"`` (the reproduction's: the flow on the
+    declared range, (c) reduced; a verdict), ``"reduced"`` or ``"quick"`` (previews).
+    ``budget``: whether the fixed-budget GD readings ((a)'s GD at ceil(1000 ln d) steps and
+    (b)'s phase times) are computed; without them the verdict, read on the flow, is unchanged.
+    """
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out)
     family = family or Family()
-    preset = {"quick": QUICK, "reduced": REDUCED}.get(mode, {})
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    preset = {"quick": QUICK, "reduced": REDUCED, "decide": DECIDE}.get(mode, {})
     ks = tuple(KS if ks is None else ks)
     gd_ks = tuple(preset.get("gd_ks", GD_KS) if gd_ks is None else gd_ks)
     flow_ks = tuple(preset.get("flow_ks", FLOW_KS) if flow_ks is None else flow_ks)
@@ -307,9 +323,11 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
     sampled_ds = grid_d(sampled_ks) if sampled_ks else []
     task = ScalingTask(family=family, seed=int(seed), steps_per_log=steps_per_log,
                        max_steps=max_steps, t_max=t_max, folder=str(out))
-    sweep = sweep_cells(sweep_d, sweep_ks, family)
+    # the GD runs at a step budget: (a)'s reading beside the flow and (b)'s phase times
+    sweep = sweep_cells(sweep_d, sweep_ks, family) if budget else []
+    budget_cells = gd_cells(gd_ds) if budget else []
     # the flows first, the dearest first: they set the wall time with several jobs
-    cells = list(dict.fromkeys(flow_cells(flow_ds) + block_cells(block_ds) + gd_cells(gd_ds)
+    cells = list(dict.fromkeys(flow_cells(flow_ds) + block_cells(block_ds) + budget_cells
                                + sweep + sampled_cells(sampled_ds, ns,
                                                        range(seed, seed + seeds))))
     cf_rows = closed_forms(family, sorted(set(ds) | set(flow_ds)))
@@ -326,7 +344,7 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
                  [flow[d] for d in flow_ds if d in flow], budget=task.steps)
     c = _study_c(sampled, sampled_ds, ns, seeds, family) if sampled_ds else None
     reasons = []
-    if mode != "full":
+    if not MODES[mode]:
         reasons.append(f"{mode} run")
     if tuple(gd_ks) != GD_KS:
         reasons.append(f"range k = {list(gd_ks)}, not the declared {list(GD_KS)}")
@@ -341,13 +359,18 @@ def compute(out: Path, *, family=None, ks=None, gd_ks=None, flow_ks=None, block_
     budget_missing = [r["d"] for r in a["rows"]
                       if r["d"] in gd_ds and not (r["gd"] or {}).get("reached")]
     budget_note = []
+    if not budget:
+        budget_missing = []
+        budget_note.append("the fixed-budget GD reading is not computed here (patchassoc "
+                           "scaling, or reproduce --budget-readings)")
     if steps_per_log != STEPS_PER_LOG or max_steps is not None:
         budget_note.append("not the declared GD step budget")
     if budget_missing:
         budget_note.append(f"budget GD not certified at d = {budget_missing}")
     summary = {"family": {"L_rule": family.L_rule, "C_rule": family.C_rule,
                           "q_rule": family.q_rule, "kappa_rule": family.kappa_rule},
-               "mode": mode, "seed": seed, "ks": list(ks), "gd_ks": list(gd_ks),
+               "mode": mode, "budget_readings": bool(budget), "seed": seed, "ks": list(ks),
+               "gd_ks": list(gd_ks),
                "flow_ks": list(flow_ks), "t_max": t_max, "per_decade": PER_DECADE,
                "steps_per_log": steps_per_log, "max_steps": max_steps,
                "tol_factor": TOL_FACTOR, "traj_tol": TRAJ_TOL, "min_rise": MIN_RISE,
