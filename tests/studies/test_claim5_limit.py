@@ -109,28 +109,53 @@ def test_every_cell_records_its_stop_and_the_old_cap_would_have_cut_one_off():
     assert n["uniform"].steps > 300
 
 
-def test_the_legs_are_one_descent_and_the_checkpoint_is_its_state():
+def _cell_data(up, st, N=32, seed=1):
+    from patchassoc.simulations.engines.sampler import sample
+    w = downstream_feature(up.w_star, feature_stream(0, seed))
+    rng = cell_streams(0, seed, N)
+    data = sample(N, w, up.structure, st.q, st.sigma, rng["train"], False)
+    return w, data, st.omega * rng["init"].standard_normal(up.config.d)
+
+
+@pytest.mark.parametrize("rows", ["distinct", "block"])
+def test_the_legs_are_one_descent_and_the_checkpoint_is_its_state(rows):
     """The checkpoint splits one GD run: the final state equals a single run to the same
-    stopping loss, and the checkpoint's state equals a single run stopped at its loss."""
+    stopping loss, and the checkpoint's state equals a single run stopped at its loss, on the
+    cell's engine (the general one for an attention whose rows are distinct, the aggregated one
+    for block rows); the aggregated engine agrees with the general one to rounding."""
+    from patchassoc.simulations.engines.frozen_descent import (aggregate, distinct_rows,
+                                                               frozen_descent)
     from patchassoc.simulations.engines.sampled_descent import gradient_descent
     up = tiny_upstream()
     st = _limit_setting(sigma=0.4)
     cfg = up.config
-    w = downstream_feature(up.w_star, feature_stream(0, 1))
-    rng = cell_streams(0, 1, 32)
-    from patchassoc.simulations.engines.sampler import sample
-    data = sample(32, w, up.structure, st.q, st.sigma, rng["train"], False)
-    v0 = st.omega * rng["init"].standard_normal(cfg.d)
+    w, data, v0 = _cell_data(up, st)
     theta0 = method_logits("pretrained", up)[0]
+    if rows == "distinct":        # the rows of a trained attention all differ
+        theta0 = theta0 + 0.1 * np.random.default_rng(5).standard_normal(theta0.shape)
     ft = fine_tune(data, theta0, v0, cfg, st, w, up.structure, gram=False,
                    train_attention=False)
     kw = dict(p=cfg.p, nu=cfg.nu, eta_v=st.eta_v, eta_Q=cfg.eta_Q, w_star=w,
               train_attention=False)
     one = gradient_descent(data, theta0, v0, steps=st.steps, at=[0, st.steps], tol=st.tol, **kw)
-    assert np.array_equal(one.v, ft.v) and int(one.steps_done) == ft.steps
     cp = gradient_descent(data, theta0, v0, steps=st.steps, at=[0, st.steps],
                           tol=st.checkpoint, **kw)
-    assert ft.checkpoint[0] == int(cp.steps_done) and np.array_equal(ft.checkpoint[1], cp.v)
+    assert ft.stop == "fitted" and ft.checkpoint is not None
+    if rows == "distinct":
+        assert np.array_equal(one.v, ft.v) and int(one.steps_done) == ft.steps
+        assert ft.checkpoint[0] == int(cp.steps_done)
+        assert np.array_equal(ft.checkpoint[1], cp.v)
+    else:
+        R, mult = distinct_rows(kernels.softmax_rows(theta0))
+        assert R.shape[0] == up.config.L and mult.tolist() == [up.config.C] * up.config.L
+        agg = frozen_descent(aggregate(R, data.X), data.y, mult, v0, p=cfg.p, nu=cfg.nu,
+                             eta=st.eta_v, steps=st.steps, tol=st.tol)
+        assert np.array_equal(agg.v, ft.v) and agg.steps_done == ft.steps
+        # the two engines: the same steps, v to rounding
+        assert int(one.steps_done) == ft.steps
+        assert np.max(np.abs(one.v - ft.v)) <= 1e-12 * np.max(np.abs(one.v))
+        assert ft.checkpoint[0] == int(cp.steps_done)
+        assert np.max(np.abs(ft.checkpoint[1] - cp.v)) <= 1e-12 * np.max(np.abs(cp.v))
 
 
 def test_a_sample_that_cannot_be_fitted_stops_at_rest():

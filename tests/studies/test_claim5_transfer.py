@@ -574,7 +574,7 @@ def test_an_interrupted_descent_never_becomes_a_cell(monkeypatch):
 
     monkeypatch.setattr(fine_tuning, "gradient_descent", interrupted)
     with pytest.raises(KeyboardInterrupt, match="interrupted at step 3"):
-        run_cell(TransferTask(tiny_upstream(), tiny_setting()), "uniform", 8, 0)
+        run_cell(TransferTask(tiny_upstream(), tiny_setting()), "initial", 8, 0)
 
 
 def test_a_failing_claim5_names_a_finished_shortfall_ii_before_censoring_i():

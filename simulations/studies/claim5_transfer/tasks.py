@@ -97,7 +97,7 @@ IDENTITY_LOGIT = -1000.0
 
 #: Version of the cell protocol (:func:`run_group`); part of every fingerprint, so stored cells
 #: computed under another protocol are recomputed. Bump it when a cell's numbers change.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 @dataclass(frozen=True)
