@@ -161,6 +161,9 @@ def threshold_words(row: ClaimRow) -> str:
 
 
 def _cell(text: str) -> str:
+    """``text`` as a table cell: a remark in parentheses that names a commit or an issue (a
+    provenance note in ``check``'s line) left out; bars escaped."""
+    text = re.sub(r"\s*\((?:[^()]*?)(?:" + HISTORY.pattern + r")[^()]*\)", "", text)
     return text.replace("|", r"\|").replace("\n", " ")
 
 

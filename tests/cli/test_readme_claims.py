@@ -88,12 +88,19 @@ def test_headline_drops_parentheses_then_cuts_at_a_comma():
     assert len(cut) <= rc.LIMIT + 5 and cut.endswith(", ...") and cut.startswith("item 0, item 1")
 
 
-@pytest.mark.parametrize("history", ["at 7ceb89b", "(issue 35: read at fixed sizes)"])
+@pytest.mark.parametrize("history", ["at 7ceb89b", "since issue 35"])
 def test_a_block_naming_a_commit_or_an_issue_is_refused(history):
     summary = check_summary()
     summary["claims"][0]["measured"] = f"137/139 pass {history}"
     with pytest.raises(ValueError, match="commit or an issue"):
         rc.render_block(rc.snapshot([(summary, "a run", {})]))
+
+
+def test_a_provenance_remark_in_parentheses_is_left_out():
+    summary = check_summary()
+    summary["claims"][0]["measured"] = "137/139 pass (declared in issue 24, at 7ceb89b) at t = 1e15"
+    block = rc.render_block(rc.snapshot([(summary, "a run", {})]))
+    assert "| 137/139 pass at t = 1e15 |" in block
 
 
 def test_the_command_writes_both_files_keeps_a_claim_and_checks(tmp_path, capsys):
