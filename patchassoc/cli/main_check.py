@@ -57,7 +57,8 @@ def check_inputs(config, args) -> None:
     if args.vit_dir is not None:
         from patchassoc.simulations.studies.claim6_vit import folder_summary
         for folder in args.vit_dir:
-            input_path(folder, "--vit-from", "folder", "a `patchassoc vit` output folder")
+            if folder.exists():     # a file given; a missing folder holds "no vit result"
+                input_path(folder, "--vit-from", "folder", "a `patchassoc vit` output folder")
             folder_summary(folder)
 
 
