@@ -28,6 +28,7 @@ extensions = [
     "numpydoc",
     "myst_nb",          # MyST Markdown (it loads myst_parser) and the executed tutorial
     "cli_help",
+    "mathjax_offline",  # MathJax 3 copied into the build (docs/_ext/mathjax_offline.py)
 ]
 # myst-nb reads every Markdown page: a page whose front matter declares a Jupyter kernel (the
 # tutorial, a MyST text notebook) is executed; the others are plain MyST.
@@ -77,7 +78,10 @@ nitpick_ignore_regex = [
 ]
 
 # -- MyST -----------------------------------------------------------------------------------
-# $...$ and $$...$$ are mathematics (SPEC, exact_engine, the tutorial), rendered by MathJax.
+# $...$ and $$...$$ are mathematics (SPEC, exact_engine, the tutorial), rendered by MathJax 3
+# when the page is opened. MathJax is loaded from the build folder, never from a CDN: with no
+# network the formulas would stay raw $...$ (mathjax_offline copies it to _static/mathjax).
+mathjax_path = "mathjax/tex-chtml.js"
 myst_enable_extensions = ["dollarmath"]
 myst_heading_anchors = 3
 
@@ -97,7 +101,27 @@ nb_merge_streams = True
 # -- HTML -----------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = "patchassoc"
-html_theme_options = {"navigation_depth": 2, "show_toc_level": 2}
+# What the pages looked like in headless Chromium (docs/check_pages.py, screenshots in
+# _build/html/_screenshots) decided these settings:
+# - the header: five page titles, the search field and the theme switch wrapped onto three
+#   lines at 1280 px; the search is an icon beside the switch, and four titles before "More";
+# - the left sidebar lists a section's pages: on a page with none (every page but the API
+#   reference's) it was an empty "Section Navigation" column that narrowed the text to half the
+#   window, cutting code cells and shrinking the gallery's figures; it is shown only there;
+# - the gallery has no headings, so its right column held only "Show Source": it goes, and the
+#   figures get the width;
+# - the theme logged a console error on every first visit ("invalid theme mode"): the mode
+#   starts as "auto" (the reader's system setting).
+html_theme_options = {
+    "navigation_depth": 2,
+    "show_toc_level": 2,
+    "header_links_before_dropdown": 4,
+    "navbar_persistent": [],
+    "navbar_end": ["search-button", "theme-switcher", "navbar-icon-links"],
+    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"], "gallery": []},
+}
+html_sidebars = {"*": [], "api/**": ["sidebar-nav-bs"]}
+html_context = {"default_mode": "auto"}
 html_static_path = []
 
 

@@ -6,7 +6,8 @@ stops, marked):
 
 - the pass rate against t: the fraction of seeds whose time to the seed rule is <= t (they meet
   the rule at every record from t to T), with its Wilson 95 % band and the rule's 0.7;
-- share_min of every seed (passing seeds solid, failing seeds dashed) against the 0.75 level;
+- share_min of every seed (passing seeds solid, failing seeds dashed) against the 0.75 level,
+  each seed in a style of its own (:func:`~patchassoc.figures.style.seed_style`);
 - the test error over the seeds (median and range) against the rule's limit and Bayes;
 - min_i u_i of every seed (the log-odds of the worst row's share, the sampled analogue of
   b - c): a straight line in ln t with slope >= 0.05 is the association class.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchassoc.figures.style import COLORS, PALETTE, new_figure, save_figure, styled
+from patchassoc.figures.style import COLORS, new_figure, save_figure, seed_style, styled
 from patchassoc.simulations.runtime.results import time_axis
 
 __all__ = ["plot", "save"]
@@ -50,16 +51,16 @@ def plot(summary: dict):
     ax_p.set_ylabel("fraction of seeds meeting the rule to T")
     ax_p.set_title(f"{summary['n_passed']}/{summary['n_seeds']} seeds pass at "
                    f"T = {summary['horizon']:.0e}")
-    ax_p.legend(loc="upper left")
+    ax_p.legend(loc="lower right")      # clear of the H line and of the rise
     _h(ax_p)
 
     passed = {s["seed"]: s["passed"] for s in summary["seeds"]}
-    for i, c in enumerate(summary.get("curves") or []):
+    for c in summary.get("curves") or []:
         x = np.asarray(time_axis(c), dtype=float) + 1.0    # "steps" before schema 1
-        color = PALETTE[i % len(PALETTE)]
         ls = "-" if passed.get(c["seed"]) else "--"
-        ax_s.semilogx(x, c["share_min"], color=color, ls=ls, lw=1.0, label=f"seed {c['seed']}")
-        ax_u.semilogx(x, c["u_min"], color=color, ls=ls, lw=1.0)
+        ax_s.semilogx(x, c["share_min"], ls=ls, lw=1.0, label=f"seed {c['seed']}",
+                      **seed_style(c["seed"]))
+        ax_u.semilogx(x, c["u_min"], ls=ls, lw=1.0, **seed_style(c["seed"]))
     ax_s.axhline(0.75, color=COLORS["purple"], ls="--", lw=1.0)
     ax_s.set_ylabel("share_min")
     ax_s.set_title("Worst row's set-mate share (dashed: failing seeds)")

@@ -10,7 +10,10 @@ join pyplot's list of open figures, and :func:`save_figure` writes them with the
 canvases whatever the backend.
 
 The palette is Okabe & Ito's (2008), safe for the common colour-vision deficiencies; sequential
-maps use ``viridis`` (attention weights) and ``cividis``.
+maps use ``viridis`` (attention weights) and ``cividis``. Its eight colours are too few for a
+figure that draws one line per seed (claim 2 runs ten): :func:`seed_style` gives each seed a
+colour of its own among ten (Paul Tol's colour-blind-safe "muted" scheme, and black) and a
+marker, so that no two of up to 70 seeds look alike in a legend.
 """
 from __future__ import annotations
 
@@ -25,13 +28,32 @@ from patchassoc.simulations.runtime.results import atomic_write_bytes
 
 __all__ = ["PALETTE", "COLORS", "RC", "style", "styled", "save_figure", "new_figure",
            "ATTENTION_CMAP", "step_axis", "plot_association", "close",
-           "plot_floored", "sci"]
+           "plot_floored", "sci", "SEED_COLORS", "SEED_MARKERS", "seed_style"]
 
 #: Okabe-Ito colours, in the order series are drawn.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 COLORS = dict(blue=PALETTE[0], vermillion=PALETTE[1], green=PALETTE[2], purple=PALETTE[3],
               orange=PALETTE[4], sky=PALETTE[5], yellow=PALETTE[6], black=PALETTE[7])
 ATTENTION_CMAP = "viridis"
+
+#: One colour per seed, for figures with a line per seed: Paul Tol's "muted" qualitative scheme
+#: (nine colours told apart with the common colour-vision deficiencies), then black.
+SEED_COLORS = ["#332288", "#CC6677", "#117733", "#DDCC77", "#88CCEE", "#882255", "#44AA99",
+               "#999933", "#AA4499", "#000000"]
+#: The marker of each seed; 7 is prime to the 10 colours, so (colour, marker) differs for every
+#: pair of seeds below 70.
+SEED_MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+
+
+def seed_style(seed: int) -> dict:
+    """Line keywords (``color``, ``marker``, ``markevery``, ``ms``) that tell seed ``seed`` from
+    every other seed below 70: seed k takes colour k mod 10 and marker k mod 7. The markers are
+    sparse and start at a different place for each seed, so that the lines stay readable where
+    they overlap."""
+    seed = int(seed)
+    return dict(color=SEED_COLORS[seed % len(SEED_COLORS)],
+                marker=SEED_MARKERS[seed % len(SEED_MARKERS)],
+                markevery=(0.012 * (seed % len(SEED_COLORS)), 0.12), ms=3.5)
 
 #: The project's rc settings, in force only inside :func:`style`.
 RC = {

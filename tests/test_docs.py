@@ -177,9 +177,12 @@ def test_a_drifted_docstring_is_noticed():
 
 
 # -- the Sphinx build ---------------------------------------------------------------------------
-#: The modules the build imports, each with the requirement of the ``docs`` extra that installs it.
+#: The modules the build imports, each with the requirement of the ``docs`` extra that installs it
+#: (``sphinx-mathjax-offline`` ships MathJax for docs/_ext/mathjax_offline.py: a folder with
+#: hyphens, found by that name).
 BUILD_MODULES = {"sphinx": "sphinx", "numpydoc": "numpydoc", "myst_parser": "myst-parser",
-                 "myst_nb": "myst-nb", "pydata_sphinx_theme": "pydata-sphinx-theme"}
+                 "myst_nb": "myst-nb", "pydata_sphinx_theme": "pydata-sphinx-theme",
+                 "sphinx-mathjax-offline": "sphinx-mathjax-offline"}
 
 
 def requirement_groups() -> dict[str, set[str]]:
@@ -268,13 +271,19 @@ def _sphinx(*args: str, cwd: Path = ROOT, pythonpath: Path | None = None):
                           capture_output=True, text=True, timeout=900)
 
 
-def test_reference_builds_with_warnings_as_errors(tmp_path):
+@pytest.fixture(scope="module")
+def built_docs(tmp_path_factory):
+    """The build CI runs, made once for the tests that read it: (the finished process, the HTML
+    folder). ``--keep-going`` writes every page even when a warning fails the build."""
+    html = tmp_path_factory.mktemp("docs") / "html"
+    return _sphinx("-W", "--keep-going", "-q", "-j", "2", "-b", "html", str(DOCS), str(html)), html
+
+
+def test_reference_builds_with_warnings_as_errors(built_docs):
     """The build CI runs: every warning (a malformed docstring, a broken cross-reference, a
     public function whose docstring leaves out or misnames a parameter) is an error."""
-    run = _sphinx("-W", "--keep-going", "-q", "-j", "2", "-b", "html", str(DOCS),
-                  str(tmp_path / "html"))
+    run, html = built_docs
     assert run.returncode == 0, run.stderr[-4000:]
-    html = tmp_path / "html"
     for page in ("index.html", "tutorial.html", "SPEC.html", "gallery.html", "cli.html",
                  "api/public.html", "api/engines.html"):
         assert (html / page).is_file(), page
@@ -299,6 +308,36 @@ def test_reference_builds_with_warnings_as_errors(tmp_path):
     # the mathematics is rendered (MyST dollarmath: MathJax spans, no $ left in the text)
     for page in ("SPEC.html", "exact_engine.html", "tutorial.html"):
         assert page_math(html / page) >= 20, page
+    # ... by the MathJax of the build folder: no page loads anything from the network
+    assert (html / "_static" / "mathjax" / "tex-chtml.js").stat().st_size > 500_000
+    assert len(list((html / "_static/mathjax/output/chtml/fonts/woff-v2").glob("*.woff"))) >= 20
+    for page in ("SPEC.html", "exact_engine.html", "tutorial.html"):
+        assert 'src="_static/mathjax/tex-chtml.js' in (html / page).read_text(encoding="utf-8")
+    assert not remote_loads(html), remote_loads(html)[:5]
+
+
+def remote_loads(html: Path) -> list[str]:
+    """What the built pages would fetch from the network when opened: scripts, stylesheets,
+    images and fonts with an http(s) address (a link a reader clicks is not a load)."""
+    found = []
+    for page in html.rglob("*.html"):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        found += [f"{page.name}: {u}" for u in re.findall(
+            r'<(?:script|img|link|source|iframe)\b[^>]*?(?:src|href)="((?:https?:)?//[^"]+)"',
+            text)]
+    for sheet in html.rglob("*.css"):
+        text = sheet.read_text(encoding="utf-8", errors="replace")
+        found += [f"{sheet.name}: {u}" for u in re.findall(
+            r"(?:url\(|@import\s+)['\"]?((?:https?:)?//[^'\")\s]+)", text)]
+    return found
+
+
+def test_a_remote_load_is_noticed(tmp_path):
+    (tmp_path / "a.html").write_text('<script src="https://cdn.example/mathjax.js"></script>'
+                                     '<a href="https://example.org">a link</a>')
+    (tmp_path / "b.css").write_text("@font-face { src: url(https://fonts.example/x.woff2) }")
+    assert remote_loads(tmp_path) == ["a.html: https://cdn.example/mathjax.js",
+                                      "b.css: https://fonts.example/x.woff2"]
 
 
 def page_math(path: Path) -> int:
@@ -345,3 +384,88 @@ def test_a_broken_docstring_fails_the_build(tmp_path, docstring, message):
                   str(tmp_path / "src"), str(tmp_path / "html"), pythonpath=tmp_path)
     assert run.returncode != 0
     assert message in run.stderr, run.stderr[-2000:]
+
+
+# -- the pages in a browser ---------------------------------------------------------------------
+def _check_pages():
+    """docs/check_pages.py, the browser check (a script beside the pages, not a package)."""
+    spec = importlib.util.spec_from_file_location("check_pages", DOCS / "check_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("check_pages", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _require_browser(check_pages):
+    why = check_pages.unavailable()
+    if why is None:
+        return
+    if os.environ.get("PATCHASSOC_REQUIRE_BROWSER") == "1":
+        pytest.fail(why + "; PATCHASSOC_REQUIRE_BROWSER=1 says the browser check must run here")
+    pytest.skip(f"the browser check needs Chromium and Playwright: {why}")
+
+
+def test_raw_math_and_missing_targets_are_found(tmp_path):
+    """The checker's two text rules, without a browser."""
+    cp = _check_pages()
+    assert cp.raw_math("typeset text, no source left") == []
+    assert [m.strip() for m in cp.raw_math("the risk $R(Q)$ and \\(x\\) here")] == [
+        "the risk $R(Q)$ and \\(x\\) here"] * 3
+    (tmp_path / "a.html").write_text('<h2 id="kept">x</h2>')
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "index.html").write_text("")
+    base = tmp_path.resolve().as_uri()
+    urls = [f"{base}/a.html#kept", f"{base}/a.html#gone", f"{base}/b.png", f"{base}/api/",
+            f"{base}/../outside.html", "https://example.org/x", "mailto:x@example.org"]
+    assert cp.missing_targets(urls, tmp_path, {}) == [
+        f"{base}/../outside.html leads out of the build",
+        f"{base}/a.html#gone: no #gone on a.html",
+        f"{base}/b.png is missing"]
+
+
+@pytest.mark.browser
+def test_the_checker_fails_on_what_a_reader_trips_over(tmp_path):
+    """A page with a raw formula, a broken image, a console error, a request to the network and
+    a link to a missing page: each is reported, in one line, and a clean page is clean."""
+    cp = _check_pages()
+    _require_browser(cp)
+    (tmp_path / "index.html").write_text("<!doctype html><html><body><main><p>clean</p>"
+                                         "<pre>$ shell prompt</pre></main></body></html>")
+    (tmp_path / "bad.html").write_text(
+        "<!doctype html><html><body><main>"
+        "<p>the risk $R(Q)$ stays raw</p>"
+        "<img src='_images/none.png'>"
+        "<a href='missing.html'>a page that is not there</a>"
+        "<img src='https://cdn.example/logo.png'>"
+        "<script>console.error('boom')</script>"
+        "</main></body></html>")
+    clean, bad = cp.check_pages(tmp_path, ["index.html", "bad.html"])
+    assert clean.problems == [] and clean.screenshot.stat().st_size > 1000
+    text = "\n".join(bad.problems)
+    for needle in ("raw math in the text: ...the risk $R(Q)$", "broken image:",
+                   "none.png", "console error: boom", "missing.html is missing",
+                   "requested from the network: https://cdn.example/logo.png"):
+        assert needle in text, (needle, bad.problems)
+    assert bad.screenshot == tmp_path / "_screenshots" / "bad.png"
+
+
+@pytest.mark.browser
+def test_the_built_pages_in_a_browser_with_the_network_off(built_docs):
+    """The index, SPEC, the gallery, the tutorial, the API index and the claims open in headless
+    Chromium with the network off: every formula typeset by the build's own MathJax, every image
+    loaded, no console error, no request off the machine, no link into the build that is
+    missing; a screenshot of each page in _build/html/_screenshots."""
+    cp = _check_pages()
+    _require_browser(cp)
+    _, html = built_docs
+    assert (html / "index.html").is_file(), "the build wrote no index.html"
+    reports = {r.page: r for r in cp.check_pages(html)}
+    problems = [f"{r.page}: {p}" for r in reports.values() for p in r.problems]
+    assert not problems, "\n".join(problems)
+    assert set(reports) == set(cp.PAGES)
+    assert reports["SPEC.html"].formulas >= 200          # 149 lines of LaTeX, typeset
+    assert reports["tutorial.html"].formulas >= 20
+    assert reports["gallery.html"].images >= 20
+    assert reports["tutorial.html"].images >= 3
+    for r in reports.values():
+        assert r.screenshot.stat().st_size > 20_000, r.page    # a drawn page, not a blank

@@ -11,7 +11,7 @@ S_1..S_L; it must partition 0..D-1. The command prints the number of rows satisf
 (mean, min; descriptive) and ``associated`` (topc and share_min >= 1 - eps). Ties at the top-C
 boundary fail the row (see :mod:`patchassoc.theory.association`).
 
-Malformed input (unreadable file, non-square or non-finite M, sets that do not partition
+Malformed input (a missing file or a directory given for one, an unreadable file, non-square or non-finite M, sets that do not partition
 0..D-1, an attention whose rows do not sum to 1) prints one error line and exits with status 2.
 The configuration options are accepted but unused. Nothing is written to disk.
 
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from patchassoc.cli.options import input_path
 from patchassoc.simulations.runtime.errors import UsageError
 
 NAME = "association"
@@ -51,8 +52,7 @@ NPY_MAGIC = b"\x93NUMPY"
 
 
 def _load(path: Path, what: str) -> np.ndarray:
-    if not path.is_file():
-        raise UsageError(f"{what} file not found: {path}")
+    input_path(path, what, "file", "a .npy array written by numpy.save")
     with open(path, "rb") as fh:
         head = fh.read(len(NPY_MAGIC))
     # checked first: without the magic, numpy guesses a pickle and says "pickled data", which

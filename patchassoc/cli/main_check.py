@@ -50,13 +50,15 @@ def check_inputs(config, args) -> None:
     ``--vit-from`` must hold the summary of a ``patchassoc vit`` comparison (read and verified
     here, so that a wrong folder is refused at once, not after the claims computed now). A
     missing or wrong input folder is a usage error (exit status 2)."""
-    from patchassoc.simulations.runtime.errors import UsageError
-    if args.from_dir is not None and not args.from_dir.is_dir():
-        raise UsageError(f"{args.from_dir} is not a folder (--from expects a `patchassoc "
-                         f"reproduce` output folder)")
+    from patchassoc.cli.options import input_path
+    if args.from_dir is not None:
+        input_path(args.from_dir, "--from", "folder",
+                   "a `patchassoc reproduce` output folder")
     if args.vit_dir is not None:
         from patchassoc.simulations.studies.claim6_vit import folder_summary
         for folder in args.vit_dir:
+            if folder.exists():     # a file given; a missing folder holds "no vit result"
+                input_path(folder, "--vit-from", "folder", "a `patchassoc vit` output folder")
             folder_summary(folder)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from patchassoc.cli.options import input_path
 NAME = "data"
 HELP = ("fetch and check a data set offline: fashion-mnist (Debian's package, no root needed; "
         "checked against stored SHA-256 digests)")
@@ -34,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(ctx) -> dict:
     from patchassoc.simulations.engines.vit.fashion_mnist import fetch
 
+    if ctx.args.data_dir is not None and ctx.args.data_dir.exists():   # made when missing
+        input_path(ctx.args.data_dir, "--data-dir", "folder",
+                   "where the files are, or go")
     return fetch(ctx.args.data_dir)
 
 

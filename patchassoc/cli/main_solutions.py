@@ -21,6 +21,7 @@ import functools
 import math
 from pathlib import Path
 
+from patchassoc.cli.options import input_path
 from patchassoc.simulations.analysis.formatting import num
 from patchassoc.theory import solutions as th
 
@@ -75,6 +76,8 @@ def run(ctx) -> dict:
     a = ctx.args
     if a.steps is not None and a.steps < 1:
         raise ValueError("--steps must be >= 1")
+    if a.from_dir is not None:
+        input_path(a.from_dir, "--from", "folder", "a `patchassoc train` result folder")
     train_result = _load_train(a.from_dir, ctx.config, ctx.seed)
     outcome = compute(ctx.config, ctx.seed, ctx.out,
                       lambdas=_lambdas(a.lambdas) if a.lambdas else None, alpha=a.alpha,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchassoc.cli.options import add_dask_options, add_no_figures, positive_int
+from patchassoc.cli.options import add_dask_options, add_no_figures, input_path, positive_int
 
 
 NAME = "transfer"
@@ -117,8 +117,9 @@ def run(ctx) -> dict:
         return run_family(ctx)
     if a.ks is not None:
         raise ValueError("--ks needs --family")
-    if a.upstream_from is not None and not a.upstream_from.is_dir():
-        raise ValueError(f"--upstream-from {a.upstream_from}: no such folder")
+    if a.upstream_from is not None:
+        input_path(a.upstream_from, "--upstream-from", "folder",
+                   "a reproduction, its seeds folder or a flows folder")
     if a.upstream_from is not None and a.protocol != "limit":
         raise ValueError("--upstream-from reads empirical-risk flows: it needs --protocol limit")
     summary = run_study(ctx.config, ctx.seed, ctx.out, protocol=a.protocol, quick=a.quick,

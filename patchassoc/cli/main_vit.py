@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from patchassoc.cli.options import add_no_figures, positive_float, positive_int
+from patchassoc.cli.options import add_no_figures, input_path, positive_float, positive_int
 from patchassoc.simulations.runtime.errors import UsageError
 
 NAME = "vit"
@@ -90,8 +90,9 @@ def run(ctx) -> dict:
     if a.data not in ("digits", "fashion-mnist") and a.data_dir is None:
         raise UsageError(f"--data {a.data} needs --data-dir PATH (a folder with the "
                          f"{a.data} files; nothing is ever downloaded)")
-    if a.data_dir is not None and not Path(a.data_dir).expanduser().is_dir():
-        raise UsageError(f"data folder {a.data_dir} does not exist")
+    if a.data_dir is not None:
+        input_path(Path(a.data_dir).expanduser(), "--data-dir", "folder",
+                   f"the folder of the {a.data} files")
     if a.no_shuffle and a.shuffle:
         raise UsageError("--shuffle and --no-shuffle exclude each other")
     if a.status and a.recipe != "long":

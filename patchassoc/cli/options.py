@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 __all__ = ["VOCABULARY", "DEPRECATED", "REMOVED_IN", "add_deprecated_aliases",
            "deprecation_line", "deprecation_notices", "current_argv", "nonneg_int", "positive_int",
-           "positive_float", "out_path", "add_no_figures", "add_dask_options"]
+           "positive_float", "out_path", "input_path", "add_no_figures", "add_dask_options"]
 
 #: Every option name a command may have, and what it means (one name per idea, lower case).
 VOCABULARY: dict[str, str] = {
@@ -240,6 +240,29 @@ def out_path(text: str) -> Path:
         raise argparse.ArgumentTypeError("expected a folder, got an empty path (use . for the "
                                          "current folder)")
     return Path(text)
+
+
+def input_path(path: Path, option: str, kind: str, expected: str) -> Path:
+    """``path`` as given to ``option``, checked before it is read: it must exist and be a
+    ``kind`` (``"file"`` or ``"folder"``).
+
+    Otherwise one line says what the path is (missing, a directory where a file is expected, a
+    file where a folder is), with ``expected`` in parentheses: a
+    :class:`~patchassoc.simulations.runtime.errors.UsageError`, exit status 2. ``path`` is
+    returned unchanged."""
+    from patchassoc.simulations.runtime.errors import UsageError
+    if kind not in ("file", "folder"):
+        raise ValueError(f"kind must be 'file' or 'folder', not {kind!r}")
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{option} {path}: no such {kind} ({expected})")
+    if kind == "file" and path.is_dir():
+        raise UsageError(f"{option} {path} is a directory, not a file ({expected})")
+    if kind == "file" and not path.is_file():
+        raise UsageError(f"{option} {path} is not a regular file ({expected})")
+    if kind == "folder" and not path.is_dir():
+        raise UsageError(f"{option} {path} is a file, not a folder ({expected})")
+    return path
 
 
 def add_no_figures(parser, what: str = "the figures") -> None:

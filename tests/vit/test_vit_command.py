@@ -31,7 +31,7 @@ def _one_error_line(capsys):
 @pytest.mark.parametrize("data", ["cifar10", "cifar100", "svhn"])
 def test_missing_data_is_one_line_and_status_2(tmp_path, capsys, data):
     assert main(["vit", "--data", data, "--data-dir", str(tmp_path / "nope"), "--quiet"]) == 2
-    assert "does not exist" in _one_error_line(capsys)
+    assert "no such folder" in _one_error_line(capsys)
     assert main(["vit", "--data", data, "--data-dir", str(tmp_path), "--quiet"]) == 2
     assert "missing" in _one_error_line(capsys)
     assert main(["vit", "--data", data, "--quiet"]) == 2
