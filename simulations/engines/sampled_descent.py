@@ -141,12 +141,12 @@ def gradient_descent(train_data: Sample, theta0: np.ndarray, v0: np.ndarray, *, 
         ``"fixed"`` zeroes the diagonal of grad_Q (free logits only): diag(Q) never moves.
     tol : float, optional
         Stop as soon as the training loss is <= tol (the step is recorded).
+    keep : steps at which copies of (v, theta) are kept in ``Trajectory.kept``; each is also
+        recorded. Keeping and recording read the parameters only: the descent is the same.
     rest : float, optional
         Stop, at rest, as soon as the step would move the trained parameters (v, and theta when
         the attention trains) by <= rest (1 + their norm), both norms Euclidean over all of them
         (the step is recorded): a minimum of the empirical risk, for a sample it cannot fit.
-    keep : steps at which copies of (v, theta) are kept in ``Trajectory.kept``; each is also
-        recorded. Keeping and recording read the parameters only: the descent is the same.
 
     Returns
     -------

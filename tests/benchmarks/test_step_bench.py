@@ -9,7 +9,7 @@ import pytest
 from patchassoc.simulations.engines import sampled_kernels as kernels
 from patchassoc.simulations.engines.sampled_descent import gradient_descent
 from patchassoc.simulations.engines.sampler import sample, unit_vector
-from patchassoc.simulations.studies.claim5_transfer import tasks
+from patchassoc.simulations.studies.claim5_transfer import evaluation, tasks
 from patchassoc.theory.model import act, gram_grad, zero_one
 from patchassoc.theory.structure import random_partition
 
@@ -61,11 +61,11 @@ def test_fast_count_defers_margins_within_rounding_of_zero():
     units = 100.0
     z = np.array([[0.7, 0.1], [-0.7, 0.1], [0.3, -0.3]])
     y = np.array([1.0, 1.0, 1.0])
-    assert tasks._count_errors(y[:2], z[:2], 3, 0.03, units) == 1
-    assert tasks._count_errors(-y[:2], z[:2], 3, 0.03, units) == 1
-    assert tasks._count_errors(np.array([-1.0, 1.0]), z[:2], 3, 0.03, units) == 2
-    assert tasks._count_errors(y, z, 3, 0.03, units) == -1
-    assert tasks._chunk_errors(y, z, np.eye(2), 3, 0.03) == 1.5
+    assert evaluation._count_errors(y[:2], z[:2], 3, 0.03, units) == 1
+    assert evaluation._count_errors(-y[:2], z[:2], 3, 0.03, units) == 1
+    assert evaluation._count_errors(np.array([-1.0, 1.0]), z[:2], 3, 0.03, units) == 2
+    assert evaluation._count_errors(y, z, 3, 0.03, units) == -1
+    assert evaluation._chunk_errors(y, z, np.eye(2), 3, 0.03) == 1.5
 
 
 def _public_kernel_descent(data, theta, v, p, nu, eta_v, eta_Q, steps, gram, fixed):

@@ -28,7 +28,7 @@ which decides claim 5 since issue 47, and the first declaration, a reading withi
    flagged), the ratio N_eps(best baseline) / N_eps(pretrained), the bound's ratio
    N_eps(best baseline) / N_eps(ideal), and their hierarchical bootstrap CIs
    (:mod:`patchassoc.simulations.studies.claim5_transfer.analysis`); claim 5 by the declared rule
-   (:func:`claim5`), a FAIL naming its cause (:func:`failure_cause`).
+   (:func:`~.verdict.claim5`), a FAIL naming its cause (:func:`~.verdict.failure_cause`).
 
 DECLARED_DOC
 

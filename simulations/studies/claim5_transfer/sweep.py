@@ -102,7 +102,7 @@ def plan(methods: Sequence[str], Ns: Sequence[int], seeds: Iterable[int],
 
 def groups_of(cells: Sequence[Cell]) -> dict[Group, tuple[str, ...]]:
     """The groups of ``cells``, largest N first, each with its methods (in the order of
-    :data:`~.tasks.ALL_METHODS`)."""
+    :data:`~patchassoc.simulations.studies.claim5_transfer.tasks.ALL_METHODS`)."""
     out: dict[Group, set] = {}
     for c in cells:
         out.setdefault(c.group, set()).add(c.method)

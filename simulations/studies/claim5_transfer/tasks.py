@@ -87,6 +87,7 @@ BASELINES = METHODS[1:]
 #: (the task's bound), the upstream at its time to claim 2's rule, and (the law in d) the
 #: empirical-risk flow's attention where the pretrained one is the population flow's.
 REFERENCES = ("ideal", "pretrained_rule", "empirical")
+#: Every method a cell may train: the compared ones, then the references.
 ALL_METHODS = METHODS + REFERENCES
 #: What stopped a cell: the training loss reached ``tol``; at rest; the horizon; a non-finite
 #: loss or gradient (the state before it is measured, and the cell is counted as not ok).
@@ -121,6 +122,12 @@ class TransferSetting:
         The horizon: the largest number of gradient steps.
     tol : float
         Stop ("fitted") once the training loss is <= tol.
+    n_test : int
+        Fresh test images per cell (>= 20000 for the study; fewer is allowed for tests).
+    test_mode : {"projected", "images"}
+        How the test sample is drawn (see the module docstring).
+    test_chunk : int
+        Images per chunk for ``test_mode="images"``.
     checkpoint : float, optional
         Also read the test error where the training loss first is <= checkpoint (> tol).
     rest : float, optional
@@ -133,12 +140,6 @@ class TransferSetting:
     halvings_max : int
         A descent that stops on a non-finite value is run again with its step sizes halved (and
         its step counts doubled), up to this many times.
-    n_test : int
-        Fresh test images per cell (>= 20000 for the study; fewer is allowed for tests).
-    test_mode : {"projected", "images"}
-        How the test sample is drawn (see the module docstring).
-    test_chunk : int
-        Images per chunk for ``test_mode="images"``.
     """
 
     sigma: float

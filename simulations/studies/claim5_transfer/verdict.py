@@ -1,7 +1,8 @@
-"""Claim 5 read from the transfer study's summary (SPEC section 6, item 5): the declared rule
-at every eps (:func:`claim5`), the cause of a FAIL (:func:`failure_cause`: (ii), (i), or (v)
-when the ideal attention fails the rule there too), the claim from a reproduction folder
-(:func:`verdict`) and the report's reading (:func:`readings`).
+"""Claim 5 read from the transfer study's summary (SPEC section 6, item 5).
+
+The declared rule at every eps (:func:`claim5`), the cause of a FAIL (:func:`failure_cause`:
+(ii), (i), or (v) when the ideal attention fails the rule there too), the claim from a
+reproduction folder (:func:`verdict`) and the report's reading (:func:`readings`).
 
 References
 ----------
