@@ -48,7 +48,8 @@ import math
 
 __all__ = ["act", "act_prime", "act_second", "act_pair", "act_pair_chain", "act_symbolic",
            "power", "power_chain",
-           "check_parameters", "check_range", "largest_argument", "FAMILY", "JITABLE",
+           "check_parameters", "check_range", "largest_argument", "largest_argument_cached",
+           "FAMILY", "JITABLE",
            "HEADROOM", "P_MAX"]
 
 #: The family, as stored with results and printed by reports.
@@ -132,6 +133,14 @@ def largest_argument(p: int, nu: float, count: float = 1.0) -> float:
     return _largest_argument(p, nu, float(count))
 
 
+@functools.lru_cache(maxsize=1024, typed=True)
+def largest_argument_cached(p, nu, count) -> float:
+    """:func:`largest_argument` keyed on the arguments as given (validated on the first call of
+    each (p, nu, count), a dictionary lookup afterwards): the bound a hot path refuses against.
+    Arguments that are not valid raise every time (an exception is not cached)."""
+    return largest_argument(p, nu, count)
+
+
 @functools.lru_cache(maxsize=1024)
 def _largest_argument(p: int, nu: float, count: float) -> float:
     """:func:`largest_argument` for validated (p, nu) and a float count, cached."""
@@ -169,9 +178,9 @@ def check_range(t: float, p: int, nu: float, count: float = 1.0, *, what: str = 
     ValueError
         ``count`` terms of act(t) = t^p + nu t overflow float64, naming ``what``.
     """
-    p, nu = check_parameters(p, nu)
-    top = largest_argument(p, nu, count)
+    top = largest_argument_cached(p, nu, count)
     if not abs(float(t)) <= top:
+        p, nu = check_parameters(p, nu)
         if top == 0.0:
             raise ValueError(f"nu = {nu:g} is too large: act(t) = t^{p} + nu t overflows "
                              f"float64 for every t != 0 in a sum of {count:g} terms")

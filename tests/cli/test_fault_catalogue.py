@@ -248,8 +248,14 @@ def test_a_signal_during_the_flow_keeps_its_records_in_one_line(tmp_path, sig, s
     assert proc.returncode == status
     err = _lines(stderr)
     assert len(err) == 1 and "Traceback" not in stderr
-    assert err[0].startswith("patchassoc: the flow stopped: interrupted at t = ") or \
-        err[0].startswith("patchassoc: interrupted: ")
+    # Where the signal lands depends on the machine's speed: in the integration ("interrupted at
+    # t = ..."), in the test errors after it ("interrupted while the test errors were computed"),
+    # or before the flow began ("interrupted: ..."). Each is one line that keeps what was recorded.
+    assert (err[0].startswith("patchassoc: the flow stopped: interrupted at t = ")
+            or err[0].startswith("patchassoc: the flow stopped: interrupted while the test errors")
+            or err[0].startswith("patchassoc: interrupted: ")), err[0]
+    if err[0].startswith("patchassoc: the flow stopped: "):
+        assert err[0].endswith(f"saved to {out}")
     assert "limit: tie" not in stdout and "limit: association" not in stdout
 
 

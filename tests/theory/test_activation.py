@@ -189,6 +189,7 @@ def test_largest_argument_is_found_once_per_activation_not_per_evaluation(monkey
     real = act_mod._log_terms
     monkeypatch.setattr(act_mod, "_log_terms", lambda *a: calls.append(a) or real(*a))
     act_mod._largest_argument.cache_clear()
+    act_mod.largest_argument_cached.cache_clear()
     # a (p, nu) no other test uses
     for i in range(40):
         evaluate(2, 2, 0.3, 7, 0.0175, 0.5 + 0.01 * i, 1.0, 0.2, 0.0)

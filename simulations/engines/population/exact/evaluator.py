@@ -26,12 +26,14 @@ Derivations: ``docs/exact_engine.md``; SPEC section 5.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from patchassoc.theory.activation import act, check_parameters, check_range
+from patchassoc.theory.activation import (act, check_parameters, check_range,
+                                          largest_argument_cached)
 from patchassoc.theory.bayes import _bayes_error, check_sizes
 from patchassoc.theory.invariant import attention_values, chain_to_gram, gram_jacobian
 from patchassoc.theory.invariant import gram_to_logits
@@ -108,7 +110,21 @@ class Evaluation:
 
 
 def check_problem(L, C, q, p, nu):
-    """Validate and coerce (L, C, q, p, nu)."""
+    """Validate and coerce (L, C, q, p, nu) (each valid combination checked once: every call of
+    :func:`evaluate` passes here; the cache tells apart arguments of different types, so that
+    ``L = 3.0`` is refused whether or not ``L = 3`` was seen)."""
+    try:
+        return _check_problem_cached(L, C, q, p, nu)
+    except TypeError:   # an unhashable argument: checked (and refused) without the cache
+        return _check_problem(L, C, q, p, nu)
+
+
+@functools.lru_cache(maxsize=256, typed=True)
+def _check_problem_cached(L, C, q, p, nu):
+    return _check_problem(L, C, q, p, nu)
+
+
+def _check_problem(L, C, q, p, nu):
     L, C, q = check_sizes(L, C, q)
     if isinstance(p, bool) or int(p) != p or p < 3 or int(p) % 2 == 0:
         raise ValueError(f"p must be an odd integer >= 3, got {p!r}")
@@ -142,8 +158,13 @@ def check_point(L: int, C: int, p: int, nu: float, alpha, a, b, c, names=("alpha
     ValueError
         A coordinate is not finite, or act overflows at alpha (naming it).
     """
-    _check_point(**dict(zip(names, (alpha, a, b, c))))
-    check_range(float(alpha), p, nu, L * C, what=f"{names[0]} = {float(alpha):g}")
+    # every call of evaluate() passes here: a plain loop, and the overflow bound looked up
+    # (validated and cached per (p, nu, D)), with the message built only for a refusal
+    for name, v in zip(names, (alpha, a, b, c)):
+        if not math.isfinite(float(v)):
+            raise ValueError(f"{name} must be finite, got {float(v)!r}")
+    if not abs(float(alpha)) <= largest_argument_cached(p, nu, L * C):
+        check_range(float(alpha), p, nu, L * C, what=f"{names[0]} = {float(alpha):g}")
 
 
 #: The record buffers of a run that records nothing (never written: their capacity is 0).
