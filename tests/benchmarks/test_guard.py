@@ -1,0 +1,180 @@
+"""The guard of the bench's ratios on constructed ``bench --json`` objects: each watched ratio is
+read where it should be, the best of each side's runs is compared, a move beyond the declared
+band is flagged the right way (a work count exactly), a ratio one side lacks is not a
+regression, and compare_bench's exit status, report and baseline files say so. No timing is
+measured here: every number is made up."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from patchassoc.benchmarks import guard
+from patchassoc.benchmarks.compare_bench import main as compare_main
+
+
+def bench(*, brute=0.010, exact=2e-5, d48=0.07, count=0.3, pruned=0.1, step=0.004,
+          read=0.002, serial=0.006, cpu=19.0, evaluations=858, jacobians=17, gradient=0.005,
+          jacobian=0.68, decade=(1.0, 0.5, 2.0), flow=True) -> dict:
+    """A bench --json object with the fields the guard reads (and a few it must not)."""
+    out = {
+        "exact_vs_D": [{"L": 4, "C": 4, "D": 16, "seconds": 4e-5, "configurations": 680},
+                       {"L": 6, "C": 8, "D": 48, "seconds": d48, "configurations": 1906884}],
+        "exact_paper": [{"L": 8, "C": 8, "D": 64, "tol": tol, "seconds": pruned,
+                         "count_seconds": count, "speedup_over_count": count / pruned}
+                        for tol in (1e-6, 1e-8, 1e-10)],
+        "bruteforce": {"D": 12, "bruteforce_seconds": brute, "exact_seconds": exact,
+                       "speedup": brute / exact, "patterns": 39366, "configurations": 120},
+        "sampled_step": {"seconds": step, "serial_seconds": serial, "read_seconds": read,
+                         "ratio": step / read, "serial_ratio": serial / read},
+        "load_average": 7.0,
+    }
+    if flow:
+        out["sampled_flow"] = {
+            "gradient_seconds": gradient, "jacobian_seconds": jacobian,
+            "to_1e15": {"t_max": 1e15, "cpu_seconds": cpu, "evaluations": evaluations,
+                        "jacobians": jacobians,
+                        "per_decade": [{"decade": f"1e{k}-1e{k + 1}", "seconds": s}
+                                       for k, s in enumerate(decade)]}}
+    return out
+
+
+def status(rows, name):
+    return next(r for r in rows if r["name"] == name)["status"]
+
+
+def test_every_ratio_is_read_where_bench_writes_it():
+    r = guard.ratios(bench())
+    assert r["exact_vs_bruteforce_D12"] == pytest.approx(0.010 / 2e-5)
+    assert r["exact_D48_vs_bruteforce_D12"] == pytest.approx(0.010 / 0.07)
+    assert r["paper_pruned_vs_count"] == pytest.approx(3.0)
+    assert r["step_vs_read"] == pytest.approx(2.0)
+    assert r["serial_step_vs_read"] == pytest.approx(3.0)
+    assert r["flow_overhead"] == pytest.approx(19.0 / (858 * 0.005 + 17 * 0.68))
+    assert r["flow_decade_vs_gradient"] == pytest.approx(1.0 / 0.005)   # the median decade
+    assert r["flow_evaluations_per_decade"] == pytest.approx(858 / 15)
+    assert r["flow_jacobians_per_decade"] == pytest.approx(17 / 15)
+    assert set(r) == set(guard.RATIOS)
+
+
+def test_every_ratio_declares_its_direction_band_and_reason():
+    for name, r in guard.RATIOS.items():
+        assert r.name == name and r.better in ("higher", "lower")
+        assert 0.0 <= r.band < 1.0 and len(r.why) > 20 and r.what
+
+
+def test_a_ratio_that_a_run_lacks_is_missing_not_a_regression():
+    old = bench(flow=False)                 # a tree from before the empirical-risk flow
+    assert "flow_overhead" not in guard.ratios(old)
+    rows = guard.compare([old], [bench()])
+    assert status(rows, "flow_overhead") == "missing"
+    assert guard.regressions(rows) == []
+
+
+def test_issue_46s_regression_is_flagged_and_its_fix_is_not():
+    """The exact engine 6 times slower per evaluation (issue 46): flagged the worse way; the
+    same runs the other way round read as an improvement."""
+    fixed, regressed = bench(exact=1.6e-5), bench(exact=1.0e-4)
+    rows = guard.compare([fixed], [regressed])
+    assert guard.regressions(rows) == ["exact_vs_bruteforce_D12"]
+    rows = guard.compare([regressed], [fixed])
+    assert guard.regressions(rows) == []
+    assert status(rows, "exact_vs_bruteforce_D12") == "improved"
+
+
+@pytest.mark.parametrize("name, worse, better", [
+    ("exact_vs_bruteforce_D12", dict(exact=2e-5 * 1.6), dict(exact=2e-5 / 1.6)),
+    ("step_vs_read", dict(step=0.004 * 1.8), dict(step=0.004 / 1.8)),
+    ("flow_overhead", dict(cpu=19.0 * 1.5), dict(cpu=19.0 / 1.5)),
+])
+def test_a_move_beyond_the_band_is_flagged_the_way_it_went(name, worse, better):
+    band = guard.RATIOS[name].band
+    assert 1.5 > 1.0 + band or name == "step_vs_read"  # the moves above exceed every band
+    assert status(guard.compare([bench()], [bench(**worse)]), name) == "regression"
+    assert status(guard.compare([bench()], [bench(**better)]), name) == "improved"
+
+
+def test_a_move_within_the_band_is_ok():
+    for name, kw in (("exact_vs_bruteforce_D12", dict(exact=2e-5 * 1.1)),
+                     ("step_vs_read", dict(step=0.004 * 1.1))):
+        assert status(guard.compare([bench()], [bench(**kw)]), name) == "ok"
+
+
+def test_the_best_of_each_sides_runs_is_compared():
+    """One slow candidate run beside a good one is noise; the reference's best is its best."""
+    slow = bench(exact=5e-5)         # the exact engine 2.5 x slower in this run
+    assert guard.regressions(guard.compare([bench()], [slow])) == ["exact_vs_bruteforce_D12"]
+    assert guard.regressions(guard.compare([bench()], [slow, bench()])) == []
+    rows = guard.compare([slow, bench()], [bench()])
+    assert status(rows, "exact_vs_bruteforce_D12") == "ok"
+
+
+def test_a_work_count_is_compared_exactly():
+    rows = guard.compare([bench()], [bench(evaluations=859)])
+    assert guard.regressions(rows) == ["flow_evaluations_per_decade"]
+    rows = guard.compare([bench()], [bench(jacobians=16)])
+    assert status(rows, "flow_jacobians_per_decade") == "improved"
+    assert guard.regressions(rows) == []
+
+
+def test_render_names_the_regressions_in_its_last_line():
+    rows = guard.compare([bench()], [bench(exact=1e-4)])
+    text = guard.render(rows, "fixed", "15ba22a")
+    assert "REGRESSION" in text
+    assert text.splitlines()[-1] == ("guard: 1 regression(s) beyond the noise band: "
+                                     "exact_vs_bruteforce_D12")
+    ok = guard.render(guard.compare([bench()], [bench()]))
+    assert ok.splitlines()[-1].startswith("guard: no ratio moved")
+
+
+def test_a_baseline_holds_its_runs_best_and_spread():
+    runs = [bench(exact=2e-5), bench(exact=2.5e-5)]
+    rec = guard.baseline_record(runs, tree="abc", command="cmd", note="n")
+    r = rec["ratios"]["exact_vs_bruteforce_D12"]
+    assert r["best"] == pytest.approx(500.0) and r["spread"] == pytest.approx(0.25)
+    assert rec["runs"] == runs and guard.runs_of(rec) == runs
+    assert guard.runs_of(runs[0]) == [runs[0]]
+    with pytest.raises(ValueError):
+        guard.runs_of({"something": "else"})
+
+
+def _write(path, obj):
+    path.write_text(json.dumps(obj))
+    return str(path)
+
+
+def test_compare_bench_exit_status_and_report(tmp_path, capsys):
+    base = _write(tmp_path / "baseline.json",
+                  guard.baseline_record([bench(), bench(brute=0.009)], tree="fixed",
+                                        command="cmd"))
+    regressed = _write(tmp_path / "regressed.json", bench(exact=1e-4))
+    same = _write(tmp_path / "same.json", bench())
+    # informational by default: exit 0, the flag visible
+    assert compare_main([base, regressed]) == 0
+    out = capsys.readouterr().out
+    assert "REGRESSION" in out and "guard: 1 regression(s)" in out
+    # machine-readable: exit 1 and the report's list
+    report = tmp_path / "report.json"
+    assert compare_main([base, regressed, "--fail-on-regression", "--report", str(report)]) == 1
+    assert json.loads(report.read_text())["regressions"] == ["exact_vs_bruteforce_D12"]
+    assert compare_main([base, same, "--fail-on-regression"]) == 0
+
+
+def test_compare_bench_says_when_a_baseline_is_of_another_machine(tmp_path, capsys):
+    rec = guard.baseline_record([bench()], tree="x", command="cmd")
+    rec["machine"] = dict(rec["machine"], cpu="another CPU")
+    base = _write(tmp_path / "other.json", rec)
+    assert compare_main([base, _write(tmp_path / "run.json", bench())]) == 0
+    assert "another CPU" in capsys.readouterr().out
+
+
+def test_compare_bench_refuses_a_wrong_number_of_sides(tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        compare_main([_write(tmp_path / "run.json", bench())])
+    assert exc.value.code == 2
+
+
+def test_no_quotient_of_nothing():
+    assert guard._quotient(1.0, 0.0) is None and guard._quotient(None, 1.0) is None
+    assert guard.best([None, math.nan], "higher") is None
