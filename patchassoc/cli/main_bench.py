@@ -4,11 +4,10 @@ The measuring is in :mod:`patchassoc.benchmarks.engine_bench` (what is timed, an
 described there) and :mod:`patchassoc.benchmarks.step_bench`; this command parses its options,
 calls :func:`~patchassoc.benchmarks.engine_bench.engine_timings` with the config and seed of the
 run, and prints the result, with the ratios the guard watches
-(:mod:`patchassoc.benchmarks.guard`); ``--baseline FILE`` also compares them with a stored
-baseline of the same machine and flags those that moved beyond their noise band. Timings depend
-on the machine and its load; they are measurements, never test assertions: the exit status does
-not depend on them (``python -m benchmarks.compare_bench --fail-on-regression`` is the check
-that fails).
+(:mod:`patchassoc.benchmarks.guard`; ``python -m benchmarks.compare_bench`` compares them with a
+stored baseline of the same machine or with another tree's, and flags those that moved beyond
+their noise band). Timings depend on the machine and its load; they are measurements, never
+test assertions: the exit status does not depend on them.
 """
 from __future__ import annotations
 
@@ -26,33 +25,10 @@ def add_arguments(parser) -> None:
                              "finite-difference Jacobian beside the exact one (minutes)")
 
 
-def check_inputs(config, args) -> None:
-    """A --baseline that cannot be read is refused before minutes of timings."""
-    if args.baseline is not None:
-        _baseline_runs(args.baseline)
-
-
-def _baseline_runs(path) -> list[dict]:
-    import json
-    from pathlib import Path
-
-    from patchassoc.benchmarks.guard import runs_of
-    from patchassoc.simulations.runtime.errors import CorruptFile
-    try:
-        return runs_of(json.loads(Path(path).read_text()))
-    except ValueError as exc:
-        raise CorruptFile(path, str(exc)) from None
-
-
 def run(ctx) -> dict:
     from patchassoc.benchmarks.engine_bench import engine_timings
-    out = engine_timings(ctx.config, ctx.seed, ctx.args.repeats, ctx.log,
-                         ctx.args.compare_jacobians)
-    if ctx.args.baseline is not None:
-        from patchassoc.benchmarks.guard import compare
-        out["guard"] = {"baseline": str(ctx.args.baseline),
-                        "rows": compare(_baseline_runs(ctx.args.baseline), [out])}
-    return out
+    return engine_timings(ctx.config, ctx.seed, ctx.args.repeats, ctx.log,
+                          ctx.args.compare_jacobians)
 
 
 def render(s: dict) -> str:
@@ -86,12 +62,8 @@ def render(s: dict) -> str:
         lines.append(describe_flow(s["sampled_flow"]))
     lines.append(f"(best of {s['repeats']}, {s['threads']} Numba threads; load average "
                  f"{s.get('load_average', float('nan')):.2f} when it started)")
-    from patchassoc.benchmarks.guard import RATIOS, render as render_guard
-    if s.get("guard"):
-        lines += [f"the watched ratios against {s['guard']['baseline']} (this run only; "
-                  f"python -m benchmarks.compare_bench takes the best of several):",
-                  render_guard(s["guard"]["rows"], "baseline", "this run")]
-    elif s.get("ratios"):
+    from patchassoc.benchmarks.guard import RATIOS
+    if s.get("ratios"):
         lines.append("the watched ratios (python -m benchmarks.compare_bench compares them):")
         lines += [f"  {name:<28} {value:12.4g}  ({RATIOS[name].what})"
                   for name, value in s["ratios"].items()]
