@@ -56,11 +56,17 @@ _CONTEXT = {"load_average", "threads", "trajectory_threads", "repeats", "point",
 
 
 def is_timing(key: str) -> bool:
-    return key == "seconds" or "_seconds" in key or key.endswith("_s")
+    return (key.startswith("seconds") or "_seconds" in key or key.endswith("_s")
+            or key.endswith("_per_sample"))
 
 
 def is_ratio(key: str) -> bool:
-    return key == "ratio" or key.endswith("_ratio") or "ratio_" in key
+    return key == "ratio" or key.endswith("_ratio") or "ratio_" in key or key.endswith("_spread")
+
+
+def _is_timing_path(path: str) -> bool:
+    """A timing by its leaf's name, or a leaf of the step's ``reads`` (seconds by read)."""
+    return is_timing(_leaf(path)) or path.rsplit(".", 2)[-2:-1] == ["reads"]
 
 
 def _label(item: dict, index: int) -> str:
@@ -118,7 +124,7 @@ def compare(old_runs: list[dict], new_runs: list[dict]) -> dict:
                 only.append((p, "old" if p in old[0] else "new"))
             continue
         leaf = _leaf(p)
-        if is_timing(leaf):
+        if _is_timing_path(p):
             rows.append((p, min(o), min(n), min(n) / min(o) if min(o) else math.inf))
         elif is_ratio(leaf):
             ratios.append((p, min(o), min(n), min(n) / min(o) if min(o) else math.inf))

@@ -207,3 +207,24 @@ def test_compare_bench_refuses_a_wrong_number_of_sides(tmp_path):
 def test_no_quotient_of_nothing():
     assert guard._quotient(1.0, 0.0) is None and guard._quotient(None, 1.0) is None
     assert guard.best([None, math.nan], "higher") is None
+
+
+def test_compare_bench_tells_timings_from_results():
+    """Timings, however named (the reads by name, per-sample seconds, seconds after BLAS, the
+    floor's spread), are compared as timings; a certified bound that moves is a result."""
+    from patchassoc.benchmarks.compare_bench import compare
+    old, new = bench(), bench(step=0.005)
+    for run, k in ((old, 1.0), (new, 1.3)):
+        run["sampled_step"].update(reads={"2d": 0.002 * k, "kernel": 0.0021 * k},
+                                   seconds_after_blas=0.01 * k, floor_spread=4.0 * k)
+        run["sampled_step"]["roofline"].update(step_per_sample=7e-7 * k,
+                                               read_per_sample=3e-7 * k)
+    cmp = compare([old], [new])
+    assert cmp["results"] == []
+    timed = {p for p, *_ in cmp["timings"]}
+    assert {"sampled_step.reads.2d", "sampled_step.seconds_after_blas",
+            "sampled_step.roofline.step_per_sample"} <= timed
+    new["exact_paper"][1]["bound"] = 1.5991958593643135e-09
+    old["exact_paper"][1]["bound"] = 1.5991958593643133e-09
+    assert [p for p, *_ in compare([old], [new])["results"]] == [
+        "exact_paper[L=8,C=8,D=64,tol=1e-08].bound"]
