@@ -1,34 +1,32 @@
 """The share of a command's time spent in the runtime's hot paths, by cProfile.
 
-    python benchmarks/hot_paths.py [--workload NAME ...] [--from DIR] [--json FILE]
+Usage::
 
-Run as a script file (not ``-m``), it profiles whichever ``patchassoc`` the interpreter imports:
-the same file measures two trees, each with its own virtual environment's Python
-(``/work/old/.venv/bin/python benchmarks/hot_paths.py``).
+    python -m benchmarks.hot_paths [--workload NAME ...] [--python PY] [--from DIR]
+        [--json FILE]
 
-Each workload (:data:`WORKLOADS`) is a command line run in this process by
-``patchassoc.cli.main.main``, as typed, so that everything the command does around its engine
-(the signal handlers, the provenance writer, the records, the writes) is in the profile. A tiny
-run of the same command first loads the Numba kernels from their cache; the profiled run
-follows, once without the profiler (its CPU time) and once under it, timed in CPU seconds of
-the process (a preempted call on a loaded machine is not charged with others' time). For each
-group of :data:`GROUPS` the report gives the CPU seconds spent inside it (the cumulative time
-of its functions over the calls that enter the group from outside it, so a function of the
-group that calls another is not counted twice), its share of the command's profiled time, and
-the calls of each of its functions. Profiling slows Python calls more than compiled code, so a
-share of Python code here is an upper bound of its share without the profiler; the calls are
-exact.
+Each workload (:data:`WORKLOADS`) is a command line, run as typed in a child process
+(``PY``, default this interpreter: the Python of another tree's environment measures that tree
+with this file) by the command line's own entry point, so that everything the command does
+around its engine (the signal handlers, the provenance writer, the records, the writes) is in
+the profile. The child runs a tiny run of the same command first, which loads the Numba kernels
+from their cache, then the command once without the profiler (its CPU time) and once under
+cProfile timed in CPU seconds of the process (a preempted call on a loaded machine is not
+charged with others' time). For each group of :data:`GROUPS` the report gives the CPU seconds
+spent inside it (the cumulative time of its functions over the calls that enter the group from
+outside it, so a function of the group that calls another is not counted twice), its share of
+the command's profiled time, and the calls of each of its functions. Profiling slows Python
+calls more than compiled code, so a share of Python code here is an upper bound of its share
+without the profiler; the calls are exact.
 """
 from __future__ import annotations
 
 import argparse
-import cProfile
 import json
 import os
-import pstats
+import subprocess
 import sys
 import tempfile
-import time
 
 #: name -> (warm-up command, profiled command); ``{out}`` is a fresh folder.
 WORKLOADS = {
@@ -72,14 +70,22 @@ ENTERED_FROM = {"warning filters in a solver loop": ("engines/population/flow.py
                                                      "engines/sampled_flow.py")}
 
 
-def _codes(obj) -> list:
-    """The code objects of a function or of every function of a class, with the closures
-    defined inside them."""
-    import types
+#: The child's program: run one workload's commands by the command line's entry point and
+#: attribute the profiled run's time to the groups (argv[1]: the JSON of its request). It reads
+#: the groups' functions in the tree its interpreter imports, so it uses only the standard
+#: library and the command line.
+_CHILD = r"""
+import cProfile, importlib, inspect, json, os, pstats, sys, tempfile, time, types
+from patchassoc.cli.main import main
+
+req = json.loads(sys.argv[1])
+
+
+def codes(obj):
     found = []
     if isinstance(obj, type):
         for value in vars(obj).values():
-            found += _codes(getattr(value, "__func__", value))
+            found += codes(getattr(value, "__func__", value))
     elif isinstance(obj, (types.FunctionType, types.MethodType)):
         stack = [obj.__code__]
         while stack:
@@ -89,10 +95,7 @@ def _codes(obj) -> list:
     return found
 
 
-def resolve(specs) -> set:
-    """The profiler's keys (file, first line, name) of the functions that ``specs`` name."""
-    import importlib
-    import inspect
+def resolve(specs):
     keys = set()
     for spec in specs:
         module_name, _, name = spec.partition(":")
@@ -106,17 +109,13 @@ def resolve(specs) -> set:
             objs = [v for v in vars(module).values()
                     if (inspect.isfunction(v) or inspect.isclass(v))
                     and getattr(v, "__module__", None) == module_name]
-            objs += [getattr(v, "py_func") for v in vars(module).values()
-                     if hasattr(v, "py_func")]          # a Numba function's Python body
+            objs += [v.py_func for v in vars(module).values() if hasattr(v, "py_func")]
         for obj in objs:
-            keys |= {(c.co_filename, c.co_firstlineno, c.co_name) for c in _codes(obj)}
+            keys |= {(c.co_filename, c.co_firstlineno, c.co_name) for c in codes(obj)}
     return keys
 
 
-def group_seconds(stats: pstats.Stats, keys: set, entered_from=None
-                  ) -> tuple[float, dict[str, int]]:
-    """Seconds inside the functions ``keys`` (entered from outside them, and from a file ending
-    in one of ``entered_from`` when given) and the calls of each."""
+def group_seconds(stats, keys, entered_from):
     seconds, calls = 0.0, {}
     for func, (cc, nc, tt, ct, callers) in stats.stats.items():
         if func not in keys:
@@ -125,7 +124,7 @@ def group_seconds(stats: pstats.Stats, keys: set, entered_from=None
         for caller, edge in callers.items():
             if caller in keys:
                 continue
-            if entered_from and not caller[0].replace(os.sep, "/").endswith(entered_from):
+            if entered_from and not caller[0].replace(os.sep, "/").endswith(tuple(entered_from)):
                 continue
             seconds += edge[3]
             counted += edge[1]
@@ -134,35 +133,51 @@ def group_seconds(stats: pstats.Stats, keys: set, entered_from=None
     return seconds, calls
 
 
-def profile(name: str, source: str | None = None) -> dict:
-    """Run the workload ``name`` (warm-up, then profiled) and attribute its time to the groups;
-    ``source``: the reproduction folder ``check-from`` reads."""
-    from patchassoc.cli.main import main
+with tempfile.TemporaryDirectory() as tmp:
+    main(req["warm"].format(out=os.path.join(tmp, "warm")).split())
+    c0 = time.process_time()
+    main(req["command"].format(out=os.path.join(tmp, "plain")).split())
+    plain = time.process_time() - c0
+    prof = cProfile.Profile(time.process_time)
+    status = prof.runcall(main, req["command"].format(out=os.path.join(tmp, "run")).split())
+stats = pstats.Stats(prof, stream=sys.stderr)
+total = stats.total_tt
+groups = {}
+for group, specs in req["groups"].items():
+    sec, calls = group_seconds(stats, resolve(specs), req["entered_from"].get(group))
+    groups[group] = {"seconds": sec, "share": sec / total if total else 0.0, "calls": calls}
+top = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:25]
+import patchassoc
+print(json.dumps({"command": req["command"], "status": status, "profiled_cpu": total,
+                  "cpu": plain, "groups": groups,
+                  "patchassoc": os.path.dirname(patchassoc.__file__),
+                  "top_tottime": [{"function": f"{os.path.basename(f[0])}:{f[1]}:{f[2]}",
+                                   "calls": v[1], "tottime": v[2], "cumtime": v[3]}
+                                  for f, v in top]}))
+"""
+
+
+def profile(name: str, source: str | None = None, python: str = sys.executable) -> dict:
+    """Run the workload ``name`` in a child process of ``python`` (module notes) and return what
+    it measured: ``cpu`` (the command without the profiler), ``profiled_cpu``, ``groups``
+    (``seconds``, ``share``, ``calls`` of each group), ``status`` and the functions with the
+    most time of their own (``top_tottime``). ``source``: the reproduction folder the workload
+    ``check-from`` reads."""
+    source = None if source is None else os.path.abspath(source)
     warm, cmd = (c.replace("{source}", str(source)) for c in WORKLOADS[name])
-    with tempfile.TemporaryDirectory() as tmp:
-        main(warm.format(out=os.path.join(tmp, "warm")).split())
-        c0 = time.process_time()
-        main(cmd.format(out=os.path.join(tmp, "plain")).split())
-        plain = time.process_time() - c0
-        # CPU time, not wall time: on a loaded machine a preempted call would be charged with
-        # the time others ran
-        prof = cProfile.Profile(time.process_time)
-        status = prof.runcall(main, cmd.format(out=os.path.join(tmp, "run")).split())
-    stats = pstats.Stats(prof)
-    total = stats.total_tt
-    groups = {}
-    for group, specs in GROUPS.items():
-        sec, calls = group_seconds(stats, resolve(specs), ENTERED_FROM.get(group))
-        groups[group] = {"seconds": sec, "share": sec / total if total else 0.0, "calls": calls}
-    top = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:25]
-    return {"command": cmd, "status": status, "profiled_cpu": total, "cpu": plain,
-            "groups": groups,
-            "top_tottime": [{"function": f"{os.path.basename(f[0])}:{f[1]}:{f[2]}",
-                             "calls": v[1], "tottime": v[2], "cumtime": v[3]}
-                            for f, v in top]}
+    request = {"warm": warm, "command": cmd, "groups": GROUPS,
+               "entered_from": {k: list(v) for k, v in ENTERED_FROM.items()}}
+    # not from a checkout's root: ``python -c`` puts the working folder first on sys.path, and
+    # a checkout's patchassoc/ there would be imported in place of the measured tree's
+    proc = subprocess.run([python, "-c", _CHILD, json.dumps(request)], capture_output=True,
+                          text=True, cwd=tempfile.gettempdir())
+    if proc.returncode != 0:
+        raise RuntimeError(f"the workload {name} failed: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def describe(results: dict) -> str:
+    """The report's text: each workload's command, its CPU time, and a line per group."""
     lines = []
     for name, r in results.items():
         lines.append(f"{name}: {r['command']} -> status {r['status']}, {r['cpu']:.2f} CPU-s, "
@@ -175,25 +190,28 @@ def describe(results: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.hot_paths",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS),
                         help="a workload (repeatable; default: all)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter of the tree to measure (default: this one)")
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument("--from", dest="source", default=None, metavar="DIR",
                         help="a reproduction folder, for the workload check-from (read only)")
     args = parser.parse_args(argv)
-    import patchassoc
     names = args.workload or [n for n in WORKLOADS if n != "check-from" or args.source]
     if "check-from" in names and not args.source:
         parser.error("the workload check-from needs --from DIR")
-    results = {name: profile(name, args.source) for name in names}
+    results = {name: profile(name, args.source, args.python) for name in names}
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    print(f"patchassoc from {os.path.dirname(patchassoc.__file__)}; load average {load}")
+    where = {r["patchassoc"] for r in results.values()}
+    print(f"patchassoc from {', '.join(sorted(where))}; load average {load}")
     print(describe(results))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"patchassoc": os.path.dirname(patchassoc.__file__), "load_average": load,
-                       "results": results}, fh, indent=1)
+            json.dump({"patchassoc": sorted(where), "load_average": load, "results": results},
+                      fh, indent=1)
     return 0
 
 
