@@ -1,5 +1,7 @@
 """Engine timings of two trees side by side, and the guard of the ratios ``patchassoc bench`` keeps.
 
+Usage::
+
     python -m benchmarks.compare_bench OLD NEW [--rounds R] [--repeats N] [--save FILE]
         [--fail-on-regression] [--report FILE] [-- EXTRA BENCH OPTIONS]
     python -m benchmarks.compare_bench --record FILE NEW [--rounds R] [--note TEXT]
@@ -42,6 +44,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -96,7 +99,9 @@ def run_bench(exe: str, extra: list[str]) -> tuple[dict, float]:
     """One ``EXE bench --json EXTRA``: its JSON object and its wall time."""
     cmd = [exe, "bench", "--json", *extra]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # not from a checkout's root: bench's child processes (python -m ...) put the working
+    # folder first on sys.path, and a checkout's patchassoc/ there would mix two trees
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tempfile.gettempdir())
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")

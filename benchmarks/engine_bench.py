@@ -50,8 +50,8 @@ from patchassoc.simulations.engines.start import initial_parameters
 
 from patchassoc.benchmarks.step_bench import sampled_step_vs_read
 
-__all__ = ["engine_timings", "POINT", "SIZES", "BRUTE_LC", "PAPER_LCD", "PAPER_TOLS",
-           "TRAJECTORY_POINT"]
+__all__ = ["engine_timings", "POINT", "SIZES", "BRUTE_LC", "BRUTE_ROUNDS", "FAST_PER_ROUND",
+           "PAPER_LCD", "PAPER_TOLS", "TRAJECTORY_POINT"]
 
 #: Evaluation point (alpha, a, b, c).
 POINT = (1.25, 3.3, 3.2, -0.9)
@@ -68,6 +68,7 @@ TRAJECTORY_POINT = (2.975, 2.1184, 1.1365, -0.2686)
 #: call takes a few milliseconds, about a scheduler's time slice, so on a loaded machine its
 #: best of 3 (what earlier versions kept) was often a preempted call.
 BRUTE_ROUNDS = 10
+#: Exact evaluations per round of the comparison at D = 12.
 FAST_PER_ROUND = 4
 #: Calls that let a trajectory evaluator adapt its margin threshold before it is timed.
 _ADAPT_CALLS = 4

@@ -103,6 +103,7 @@ def _per_decade(key: str) -> Callable[[dict], float | None]:
 # of them is preempted, and a read of memory moves with the traffic of the other work; ratios of
 # CPU times, and of calls on data in the caches, move by 10 to 25 %, and guard the engines'
 # speed closely.
+#: The watched ratios by name (the notes above say how their bands were set).
 RATIOS: dict[str, Ratio] = {r.name: r for r in (
     Ratio("exact_vs_bruteforce_D12",
           "brute force / exact engine at D = 12 (risk, error, Bayes error of one Q), wall clock",
