@@ -27,6 +27,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 __all__ = ["flow_timing", "FLOW_T_MAX", "COMPARE_T_MAX", "GRADIENT_CALLS"]
@@ -108,9 +109,11 @@ def _measure(seed: int, repeats: int, compare: bool) -> dict:
 def flow_timing(seed: int = 0, repeats: int = 3, compare: bool = False) -> dict:
     """The measurements of the module notes, from a child process on one core."""
     env = dict(os.environ, **_ONE_CORE)
+    # from the temporary folder: ``-m`` puts the working folder first on sys.path, and a
+    # checkout's patchassoc/ there would be imported in place of this interpreter's tree
     proc = subprocess.run([sys.executable, "-m", "patchassoc.benchmarks.flow_bench", str(seed),
                            str(repeats), str(int(compare))], env=env, capture_output=True,
-                          text=True)
+                          text=True, cwd=tempfile.gettempdir())
     if proc.returncode != 0:
         raise RuntimeError(f"the flow benchmark failed: {proc.stderr.strip()[-500:]}")
     out = json.loads(proc.stdout)
