@@ -16,11 +16,17 @@ Reports (best of a few repeats, wall clock, after warm-up):
   (``trajectory_*``: the evaluator population descent uses, at a point of the paper-preset
   run with alpha ~ 3, once its margin threshold has adapted; all threads and one thread);
 - the speedup of the exact engine over the brute-force oracle at D = 12 (L = 3, C = 4), both
-  computing risk, error and Bayes error of the same invariant Q (the engine also its gradient);
+  computing risk, error and Bayes error of the same invariant Q (the engine also its gradient),
+  timed in alternation (at least :data:`BRUTE_ROUNDS` brute-force calls and four times as many
+  evaluations, the best of each kept), by the wall clock (``speedup``) and by the CPU time of
+  the thread that computes both (``speedup_cpu``: the reading a loaded machine does not move,
+  :func:`_side_by_side`);
 - one sampled-data gradient step (loss and gradients in v and Q, Numba) at the reference size
   of the config (N = n_train, D, d), next to one read of X (``X @ v``) timed in the same run,
   and their ratio (:mod:`patchassoc.benchmarks.step_bench`; the one-thread step also against a
-  read with one BLAS thread).
+  read with one BLAS thread);
+- the ratios the guard watches (``ratios``: :data:`~patchassoc.benchmarks.guard.RATIOS`, read
+  from the above).
 
 Timings depend on the machine and its load; they are measurements, never test assertions.
 """
@@ -44,8 +50,8 @@ from patchassoc.simulations.engines.start import initial_parameters
 
 from patchassoc.benchmarks.step_bench import sampled_step_vs_read
 
-__all__ = ["engine_timings", "POINT", "SIZES", "BRUTE_LC", "PAPER_LCD", "PAPER_TOLS",
-           "TRAJECTORY_POINT"]
+__all__ = ["engine_timings", "POINT", "SIZES", "BRUTE_LC", "BRUTE_ROUNDS", "FAST_PER_ROUND",
+           "PAPER_LCD", "PAPER_TOLS", "TRAJECTORY_POINT"]
 
 #: Evaluation point (alpha, a, b, c).
 POINT = (1.25, 3.3, 3.2, -0.9)
@@ -57,6 +63,13 @@ PAPER_TOLS = (1e-6, 1e-8, 1e-10)
 #: A point (alpha, a, b, c) of the paper-preset population trajectory with the diagonal fixed
 #: (seed 0, near step 2000, alpha ~ 3): where most of a 3000-step run is spent.
 TRAJECTORY_POINT = (2.975, 2.1184, 1.1365, -0.2686)
+#: Rounds of the brute-force comparison at D = 12 (at least): one brute-force call and
+#: FAST_PER_ROUND exact evaluations each, in alternation (:func:`_side_by_side`). A brute-force
+#: call takes a few milliseconds, about a scheduler's time slice, so on a loaded machine its
+#: best of 3 (what earlier versions kept) was often a preempted call.
+BRUTE_ROUNDS = 10
+#: Exact evaluations per round of the comparison at D = 12.
+FAST_PER_ROUND = 4
 #: Calls that let a trajectory evaluator adapt its margin threshold before it is timed.
 _ADAPT_CALLS = 4
 
@@ -68,6 +81,31 @@ def _best(fn, repeats: int) -> tuple[float, object]:
         out = fn()
         best = min(best, time.perf_counter() - t0)
     return best, out
+
+
+def _side_by_side(slow, fast, rounds: int) -> dict:
+    """``slow`` and ``fast`` timed in alternation: each of ``rounds`` rounds calls ``slow``
+    once, then ``fast`` :data:`FAST_PER_ROUND` times, so that a phase of load hits both alike.
+    Each call is timed by the wall clock and by the CPU time of this thread
+    (``time.thread_time``; both functions compute in the calling thread): a call preempted by
+    other work keeps its CPU time, so the CPU times' ratio does not depend on whether one of a
+    slow function's calls ran unpreempted. Returns the best of each (``slow``, ``fast``,
+    ``slow_cpu``, ``fast_cpu``) and the last results (``slow_out``, ``fast_out``)."""
+    best = {"slow": math.inf, "fast": math.inf, "slow_cpu": math.inf, "fast_cpu": math.inf}
+    out = {}
+
+    def timed(key, fn):
+        c0, t0 = time.thread_time(), time.perf_counter()
+        out[f"{key}_out"] = fn()
+        t1, c1 = time.perf_counter(), time.thread_time()
+        best[key] = min(best[key], t1 - t0)
+        best[f"{key}_cpu"] = min(best[f"{key}_cpu"], c1 - c0)
+
+    for _ in range(rounds):
+        timed("slow", slow)
+        for _ in range(FAST_PER_ROUND):
+            timed("fast", fast)
+    return {**best, **out}
 
 
 def _trajectory_step(L, C, q, p, nu, tol, repeats) -> dict:
@@ -152,10 +190,14 @@ def engine_timings(cfg, seed: int = 0, repeats: int = 3, log=lambda message: Non
     tiny = random_partition(2, 2, np.random.default_rng(0))
     bruteforce_risk(invariant_logits(0.0, 0.0, 0.0, tiny), tiny, q, cfg.p, cfg.nu, 1.0)  # compile
     log("[bench] brute force at D=12 ...")
-    t_brute, bf = _best(lambda: bruteforce_risk(Q, S, q, cfg.p, cfg.nu, POINT[0]), repeats)
-    t_exact, ev = _best(lambda: evaluate(L, C, q, cfg.p, cfg.nu, *POINT), max(repeats, 20))
+    t = _side_by_side(lambda: bruteforce_risk(Q, S, q, cfg.p, cfg.nu, POINT[0]),
+                      lambda: evaluate(L, C, q, cfg.p, cfg.nu, *POINT),
+                      max(repeats, BRUTE_ROUNDS))
+    t_brute, bf, t_exact, ev = t["slow"], t["slow_out"], t["fast"], t["fast_out"]
     brute = {"D": D, "L": L, "C": C, "q": q, "bruteforce_seconds": t_brute,
              "exact_seconds": t_exact, "speedup": t_brute / t_exact,
+             "bruteforce_cpu_seconds": t["slow_cpu"], "exact_cpu_seconds": t["fast_cpu"],
+             "speedup_cpu": t["slow_cpu"] / t["fast_cpu"],
              "patterns": bf.patterns, "configurations": ev.configurations,
              "risk_rel_diff": abs(ev.risk - bf.risk) / bf.risk}
     # one sampled-data gradient step at the reference size (the config's, if it fits in memory)
@@ -180,7 +222,10 @@ def engine_timings(cfg, seed: int = 0, repeats: int = 3, log=lambda message: Non
     from patchassoc.benchmarks.flow_bench import flow_timing
     flow = flow_timing(seed, repeats, compare_jacobians)
     import numba
-    return {"exact_vs_D": rows, "exact_paper": paper, "bruteforce": brute,
-            "sampled_step": sampled, "sampled_flow": flow,
-            "point": dict(zip(("alpha", "a", "b", "c"), POINT)), "repeats": repeats,
-            "threads": numba.get_num_threads(), "load_average": load}
+    from patchassoc.benchmarks.guard import ratios
+    out = {"exact_vs_D": rows, "exact_paper": paper, "bruteforce": brute,
+           "sampled_step": sampled, "sampled_flow": flow,
+           "point": dict(zip(("alpha", "a", "b", "c"), POINT)), "repeats": repeats,
+           "threads": numba.get_num_threads(), "load_average": load}
+    out["ratios"] = ratios(out)
+    return out

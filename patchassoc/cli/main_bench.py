@@ -3,8 +3,11 @@
 The measuring is in :mod:`patchassoc.benchmarks.engine_bench` (what is timed, and how, is
 described there) and :mod:`patchassoc.benchmarks.step_bench`; this command parses its options,
 calls :func:`~patchassoc.benchmarks.engine_bench.engine_timings` with the config and seed of the
-run, and prints the result. Timings depend on the machine and its load; they are measurements,
-never test assertions.
+run, and prints the result, with the ratios the guard watches
+(:mod:`patchassoc.benchmarks.guard`; ``python -m benchmarks.compare_bench`` compares them with a
+stored baseline of the same machine or with another tree's, and flags those that moved beyond
+their noise band). Timings depend on the machine and its load; they are measurements, never
+test assertions: the exit status does not depend on them.
 """
 from __future__ import annotations
 
@@ -59,4 +62,9 @@ def render(s: dict) -> str:
         lines.append(describe_flow(s["sampled_flow"]))
     lines.append(f"(best of {s['repeats']}, {s['threads']} Numba threads; load average "
                  f"{s.get('load_average', float('nan')):.2f} when it started)")
+    from patchassoc.benchmarks.guard import RATIOS
+    if s.get("ratios"):
+        lines.append("the watched ratios (python -m benchmarks.compare_bench compares them):")
+        lines += [f"  {name:<28} {value:12.4g}  ({RATIOS[name].what})"
+                  for name, value in s["ratios"].items()]
     return "\n".join(lines)
