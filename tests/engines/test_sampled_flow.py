@@ -223,9 +223,11 @@ def test_bad_options_are_refused(small_run):
                       ({"jacobian": "exact"}, "jacobian"), ({"per_decade": 0}, "per_decade")):
         with pytest.raises(ValueError, match=match):
             _flow(small_run, **{"t_max": 10.0, **kw})
-    with pytest.raises(ValueError, match="diagonal"):
-        SF.run_sampled_flow(preset("tiny"), 0, error_factor=2.0, error_slack=0.001,
-                            share_level=0.75)
+    with pytest.raises(ValueError, match="diagonal must be one of"):
+        _flow(small_run, 10.0, diagonal="free")
+    with pytest.raises(ValueError, match="free logits"):
+        SF.run_sampled_flow(preset("tiny", param="gram"), 0, error_factor=2.0,
+                            error_slack=0.001, share_level=0.75)
 
 
 def test_an_interruption_while_the_test_errors_are_computed_keeps_the_records(monkeypatch,
