@@ -7,7 +7,8 @@ Two panels, one row per variant (the reference on top, the control marked):
   a filled circle when the point passes claim 1's horizon test and a cross when it fails; a
   point censored at the horizon (the error is above 1.3 x Bayes there) is drawn at the right
   edge; a bar marks the variant's median, the dashed line the reference's;
-- right, the table: a column per claim (1, 2, 7), each cell coloured by its verdict (pass, fail,
+- right, the table: a column per claim (1; 2 at the empirical-risk flow's horizon and 2 by GD at
+  H, side by side; 7), each cell coloured by its verdict (pass, fail,
   a claim-2 reading, the control failing as it must, no verdict) and holding the verdict and its
   key number.
 
