@@ -101,6 +101,7 @@ VOCABULARY: dict[str, str] = {
     "--threads": "PyTorch CPU threads per run",
     "--device": "cpu or cuda",
     "--only": "run only this step (repeatable)",
+    "--claims": "run only these claims' part of a study (numbers separated by commas)",
     # -- switches
     "--quick": "a reduced, faster run: a preview, never a verdict",
     "--reduced": "the reproduction's reduced study: a preview",

@@ -88,7 +88,8 @@ from patchassoc.simulations.runtime.progress import progress_bar
 
 __all__ = ["SampledFlowTrajectory", "sampled_flow", "run_sampled_flow", "SampledFlowResult",
            "limit_class", "flow_times", "flow_reading", "SAMPLED_FLOW_VERSION", "METHODS",
-           "JACOBIANS", "SAMPLED_LIMIT_CLASSES", "DIAGONALS", "free_entries"]
+           "JACOBIANS", "SAMPLED_LIMIT_CLASSES", "DIAGONALS", "free_entries",
+           "errors_of_records"]
 
 #: Version of the empirical-risk flow's numbers (cells keep it in their fingerprints).
 SAMPLED_FLOW_VERSION = "sampled-flow-1"
@@ -415,6 +416,18 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         seconds=time.perf_counter() - t0, D=D, diagonal=diagonal, segments=segments,
         restarts=restarts,
         record_seconds=stamps[:len(arrays["t"])])
+
+
+def errors_of_records(data: Sample, V, Qs, p: int, nu: float) -> np.ndarray:
+    """The zero-one error (ties count 1/2) on ``data`` of each recorded (v_r, Q_r), in one pass
+    over the sample (:func:`_test_errors`): V is (records, d), Qs (records, D, D)."""
+    X, y = kernels.check_data(data.X, data.y)
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    Qs = np.ascontiguousarray(Qs, dtype=np.float64)
+    if V.ndim != 2 or Qs.ndim != 3 or V.shape[0] != Qs.shape[0]:
+        raise ValueError(f"V must be (records, d) and Qs (records, D, D), got {V.shape} and "
+                         f"{Qs.shape}")
+    return _test_errors(X, y, V, Qs, p, nu)
 
 
 def _test_errors(X, y, V, Qs, p, nu, chunk: int = 1024) -> np.ndarray:
