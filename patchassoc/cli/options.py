@@ -117,6 +117,7 @@ VOCABULARY: dict[str, str] = {
     "--no-recompute": "refuse instead of recomputing a step made for other work",
     "--no-control": "skip the negative control",
     "--no-alt": "skip the alternative configuration",
+    "--no-gd": "skip the gradient-descent protocol read beside the flows",
     "--no-sampled": "skip the sampled-data row",
     "--no-train": "do not train",
     "--no-write": "write nothing",

@@ -234,7 +234,7 @@ def _curves(series: dict, per_decade: int = 5) -> dict:
         idx = idx[np.concatenate([[True], step[1:] != step[:-1]])]
     out = {k: np.asarray(series[k])[idx].astype(float).tolist()
            for k in ("t", "u_min", "train_loss", "v_norm", "q_norm", "inv_frac", "assoc_cos",
-                     "spread", "margin_min", "share_min")}
+                     "spread", "margin_min", "share_min") if k in series}
     return out
 
 
