@@ -132,3 +132,20 @@ def test_the_variant_record_shape_is_json(tmp_path):
     json.dumps(rows)
     assert all(r["claim2_flow"] == {"status": "not run"} for r in rows)
     assert asdict(R.by_tag("diag-trained"))["diagonal"] == "trained"
+
+
+def test_the_figure_of_a_run_without_claim_1(tmp_path):
+    """`robustness --claims 2` has no claim-1 point to place on the left panel's log axis (it
+    stopped the first full claim-2 run at its figure: 'all values are <= 0')."""
+    from patchassoc.figures import robustness_table
+    rows = _rows()
+    for r in rows:
+        r["claim1"] = {"status": "not run"}
+        r["claim7"] = {"status": "not run"}
+    summary = {"variants": rows, "table": R.table(rows), "t_max": 1e15, "n_points": 0,
+               "preview": False}
+    paths = robustness_table.save(summary, tmp_path)
+    assert [p.name for p in paths] == ["robustness_table.png", "robustness_table.pdf"]
+    ax_t = paths and robustness_table.plot(summary)[0]
+    assert ax_t.get_xscale() == "linear" and "claim 1 not run here" in [
+        t.get_text() for t in ax_t.texts]
