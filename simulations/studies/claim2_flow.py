@@ -99,6 +99,8 @@ class FlowSeedTask:
     config_json: str
     folder: str
     t_max: float = T_MAX
+    #: the protocol in the fingerprint (a study that reuses the task names its own)
+    protocol = PROTOCOL
 
     @classmethod
     def make(cls, config: Config, folder, t_max: float = T_MAX) -> "FlowSeedTask":
@@ -115,8 +117,8 @@ class FlowSeedTask:
     def fingerprint(self) -> str:
         cfg = {k: v for k, v in json.loads(self.config_json).items()
                if k not in ("records", "steps")}
-        return fingerprint({"protocol": PROTOCOL, "flow": SAMPLED_FLOW_VERSION, "config": cfg,
-                            "t_max": self.t_max})
+        return fingerprint({"protocol": self.protocol, "flow": SAMPLED_FLOW_VERSION,
+                            "config": cfg, "t_max": self.t_max})
 
 
 def _curve(tr) -> dict:

@@ -50,10 +50,11 @@ from patchassoc.simulations.engines.population.flow import T_MAX
 from patchassoc.simulations.engines.sampled_descent import draw_run
 from patchassoc.simulations.engines.sampled_flow import (SAMPLED_FLOW_VERSION,
                                                          errors_of_records, sampled_flow)
-from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.runtime.cells import run_cells
 from patchassoc.simulations.runtime.errors import raise_if_interrupted
 from patchassoc.simulations.runtime.results import load_folder, save_folder, write_json
 from patchassoc.simulations.studies import flow_limit_laws as laws
+from patchassoc.simulations.studies.claim2_flow import FlowSeedTask
 from patchassoc.simulations.studies.implicit_bias import attended_patches, max_margin_direction
 
 __all__ = ["T_LIMIT", "M_SOUND", "SEEDS", "KKT_TIMES", "PROTOCOL", "LimitTask", "LimitCell",
@@ -89,23 +90,12 @@ class LimitCell:
 
 
 @dataclass(frozen=True)
-class LimitTask:
-    """What every seed shares: the configuration (JSON), the horizon, where the flows are saved
-    (``folder``, not in the fingerprint)."""
+class LimitTask(FlowSeedTask):
+    """What every seed shares: claim 2's flow task (the configuration, where the flows are
+    saved, the horizon: here ``T_LIMIT``) under this study's protocol."""
 
-    config_json: str
-    folder: str
     t_max: float = T_LIMIT
-
-    @property
-    def config(self) -> Config:
-        return Config.from_dict(json.loads(self.config_json))
-
-    def fingerprint(self) -> str:
-        cfg = {k: v for k, v in json.loads(self.config_json).items()
-               if k not in ("records", "steps")}
-        return fingerprint({"protocol": PROTOCOL, "flow": SAMPLED_FLOW_VERSION, "config": cfg,
-                            "t_max": self.t_max})
+    protocol = PROTOCOL
 
 
 def direction_parts(Q: np.ndarray, Q0: np.ndarray, structure: Structure) -> tuple:

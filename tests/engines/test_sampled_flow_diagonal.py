@@ -19,12 +19,14 @@ import numpy as np
 import pytest
 
 from patchassoc.simulations.engines import sampled_flow as SF
-from patchassoc.simulations.engines.sampled_descent import draw_run, gradient_descent
+from patchassoc.simulations.engines.sampled_descent import draw_run
 from patchassoc.simulations.engines.sampled_hessian import hessian
 from patchassoc.simulations.engines.sampler import sample, unit_vector
 from patchassoc.theory.config import preset
 from patchassoc.theory.model import loss_and_grad, softmax_rows
 from patchassoc.theory.structure import random_partition
+from tests.engines.test_sampled_flow import _flow as flow_of
+from tests.engines.test_sampled_flow import _gd_theta
 
 SMALL = preset("ref", d=24, n_train=300, n_test=400, diagonal="trained")
 
@@ -71,17 +73,7 @@ def small_run():
 
 
 def _flow(run, t_max, **kw):
-    return SF.sampled_flow(run.train_data, run.v0, run.theta0, p=SMALL.p, nu=SMALL.nu,
-                           eta_v=SMALL.eta_v, eta_Q=SMALL.eta_Q, w_star=run.w_star,
-                           structure=run.structure, test_data=run.test_data, t_max=t_max,
-                           diagonal="trained", **kw)
-
-
-def _gd_theta(run, k, T):
-    tr = gradient_descent(run.train_data, run.theta0, run.v0, p=SMALL.p, nu=SMALL.nu,
-                          eta_v=SMALL.eta_v / k, eta_Q=SMALL.eta_Q / k, steps=k * T,
-                          at=[k * T], w_star=run.w_star, diagonal="trained")
-    return np.concatenate([tr.v, tr.theta.ravel()])
+    return flow_of(run, t_max, diagonal="trained", **kw)
 
 
 def test_small_step_gd_with_the_diagonal_trained_converges_to_the_flow_at_first_order(small_run):
@@ -92,7 +84,7 @@ def test_small_step_gd_with_the_diagonal_trained_converges_to_the_flow_at_first_
     assert flow.size == SMALL.d + SMALL.D ** 2
     # k = 1 (eta_Q = 50) is outside the asymptotic range at this seed (its distance is 10 x
     # that of k = 2): the first-order law is read from k = 2 on
-    err = [np.linalg.norm(_gd_theta(small_run, k, T) - flow) for k in (2, 4, 8)]
+    err = [np.linalg.norm(_gd_theta(small_run, k, T, "trained") - flow) for k in (2, 4, 8)]
     orders = [math.log2(err[0] / err[1]), math.log2(err[1] / err[2])]
     assert all(0.8 <= o <= 1.2 for o in orders), (err, orders)
     loose = _flow(small_run, T, rtol=1e-8, atol=1e-10).at(T)
@@ -107,9 +99,7 @@ def test_the_trained_diagonal_moves_and_the_row_sums_are_conserved(small_run):
     sums = tr.Q.sum(axis=2)
     scale = np.abs(tr.Q).max()
     assert np.abs(sums - sums[0]).max() <= 1e-6 * scale               # the solver's tolerance
-    fixed = SF.sampled_flow(small_run.train_data, small_run.v0, small_run.theta0, p=SMALL.p,
-                            nu=SMALL.nu, eta_v=SMALL.eta_v, eta_Q=SMALL.eta_Q,
-                            w_star=small_run.w_star, structure=small_run.structure, t_max=1e6)
+    fixed = flow_of(small_run, 1e6)
     assert fixed.diagonal == "fixed"
     assert np.array_equal(np.diagonal(fixed.Q, axis1=1, axis2=2)[-1], diag[0])
     assert np.abs(fixed.Q.sum(axis=2)[-1] - sums[0]).max() > 1e-2     # not conserved there

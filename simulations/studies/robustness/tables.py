@@ -217,12 +217,17 @@ def claim2_reading(recs: Sequence[dict]) -> dict:
             "times": s["times"], "failed_seeds": s["failed_seeds"],
             "share_min": s["share_min"], "test_error": s["test_error"],
             "topc_rows": s["topc_rows"], "horizon": s["horizon"],
-            "alpha0": [r.get("alpha0") for r in recs],
+            **_starts(recs, cause, s["cpu_seconds"])}
+
+
+def _starts(recs: Sequence[dict], cause, cpu_seconds: float) -> dict:
+    """What both claim-2 readings report of their seeds' starts and ends: alpha0 and alpha at
+    the horizon, the negative starts, the stalled ones (:func:`_stalled`), the cause, the cost."""
+    return {"alpha0": [r.get("alpha0") for r in recs],
             "alpha": [r.get("alpha") for r in recs],
             "starts_negative": sum(1 for r in recs if (r.get("alpha0") or 0.0) < 0),
             "stalled": sum(1 for r in recs if _stalled(r.get("alpha"))),
-            "cause": None if cause is None else _cause(*cause),
-            "cpu_seconds": s["cpu_seconds"]}
+            "cause": None if cause is None else _cause(*cause), "cpu_seconds": cpu_seconds}
 
 
 def claim2_flow_reading(recs: Sequence[dict]) -> dict:
@@ -242,13 +247,8 @@ def claim2_flow_reading(recs: Sequence[dict]) -> dict:
             "not_reached": s["not_reached"], "classes": s["classes"],
             "per_seed": s["seeds"],
             "times": [x["time_to_rule"] for x in s["seeds"]],
-            "alpha0": [r.get("alpha0") for r in recs],
-            "alpha": [r.get("alpha") for r in recs],
             "diagonal": sorted({r.get("diagonal", "fixed") for r in recs}),
-            "starts_negative": sum(1 for r in recs if (r.get("alpha0") or 0.0) < 0),
-            "stalled": sum(1 for r in recs if _stalled(r.get("alpha"))),
-            "cause": None if cause is None else _cause(*cause),
-            "cpu_seconds": s["cpu_seconds"]}
+            **_starts(recs, cause, s["cpu_seconds"])}
 
 
 # -- the table -----------------------------------------------------------------------------------
