@@ -65,8 +65,8 @@ def plot(summary: dict, axes=None):
     tab = summary["table"]["rows"]
     n = len(rows)
     if axes is None:
-        fig, axes = new_figure(1, 2, figsize=(14.0, 0.42 * n + 1.6), constrained_layout=True,
-                               gridspec_kw={"width_ratios": [1.0, 1.35]})
+        fig, axes = new_figure(1, 2, figsize=(15.5, 0.42 * n + 1.9), constrained_layout=True,
+                               gridspec_kw={"width_ratios": [1.0, 1.7]})
     ax_t, ax_v = axes
     horizon = float(summary.get("t_max") or 1e15)
     y = np.arange(n)[::-1]
@@ -129,7 +129,8 @@ def plot(summary: dict, axes=None):
             ax_v.text(j + 0.5, yi - 0.17, key, ha="center", va="center", fontsize=5.8,
                       linespacing=1.0)
     ax_v.set_xticks(np.arange(len(cols)) + 0.5)
-    ax_v.set_xticklabels(cols, fontsize=8)
+    # four columns since issue 49: the headings wrapped so that they do not run into each other
+    ax_v.set_xticklabels(["\n".join(textwrap.wrap(c, 30)) for c in cols], fontsize=7.5)
     ax_v.xaxis.tick_top()
     ax_v.tick_params(axis="x", length=0)     # column headings, not an axis
     ax_v.set_yticks([])
@@ -139,7 +140,7 @@ def plot(summary: dict, axes=None):
     title = "verdicts and key numbers (claim 3: unchanged by construction)"
     if summary.get("preview"):
         title = "PREVIEW, no verdict: " + title
-    ax_v.set_title(title, pad=22)
+    ax_v.set_title(title, pad=30)
     return axes
 
 
