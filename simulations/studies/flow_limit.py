@@ -302,7 +302,13 @@ def seed_line(r: dict) -> str:
             f"lambda_u {_ci(r['u_law'])}; best law {(r.get('u_laws') or {}).get('best')}; "
             f"loss rate {_ci(f.get('ln_loss'))}; ||v|| per ln t {_ci(f.get('v_norm'))}, "
             f"||Q|| per ln t {_ci(f.get('q_norm'))}; lambda_turn "
-            f"{_ci(r['turning']['theta']['law'])}; invariant fraction of Q's direction -> "
+            f"{_ci(r['turning']['theta']['law'])}"
+            + (f" (turned {math.degrees(r['turning']['theta']['total']):.3g} deg past 1e15, "
+               f"{math.degrees(r['turning']['theta']['to_come']):.3g} deg still to come by "
+               f"the fitted law)" if r['turning']['theta'].get('to_come') is not None else "")
+            + (f"; min u falls from t = {r['u_min_falls_from']:.0e} "
+               f"({r['u_min_falling_decades']} decades)" if r.get("u_min_falls_from") else "")
+            + f"; invariant fraction of Q's direction -> "
             f"{_ci(f.get('inv_frac_limit'), 'intercept')}"
             + (f"; max-margin angle of v {kkt}" if kkt else ""))
 

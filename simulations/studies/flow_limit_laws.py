@@ -38,7 +38,7 @@ import numpy as np
 from patchassoc.simulations.analysis import stats
 
 __all__ = ["decades", "decade_slopes", "decade_angles", "slowing_law", "bounded_reading",
-           "compare_laws", "name_limit", "seed_limit", "LAWS", "MIN_DECADES", "WINDOW_FROM"]
+           "compare_laws", "name_limit", "seed_limit", "tail_of_law", "LAWS", "MIN_DECADES", "WINDOW_FROM"]
 
 #: The window starts at the verdict's horizon (10^15): the study reads what comes after it.
 WINDOW_FROM = 15
@@ -170,6 +170,17 @@ def name_limit(u_law: dict, turn_law: dict, spread_fit: dict | None, u_end: floa
     return out
 
 
+def tail_of_law(law: dict, lnt_end: float | None) -> float | None:
+    """What a bounded law still adds after t_end: the integral from ln t_end to infinity of the
+    fitted per-decade value e^b (ln t)^lambda / ln 10 per unit of ln t,
+    e^b (ln t_end)^(lambda + 1) / ((-lambda - 1) ln 10); ``None`` unless lambda < -1. (For the
+    turning angle: the turning still to come; for min u it is what :func:`name_limit` adds.)"""
+    lam = law.get("exponent")
+    if lam is None or lam >= -1.0 or not lnt_end:
+        return None
+    return math.exp(law["intercept"]) * lnt_end ** (lam + 1.0) / ((-lam - 1.0) * math.log(10.0))
+
+
 def _window(t, sound, t_end) -> np.ndarray:
     t = np.asarray(t, dtype=np.float64)
     return np.flatnonzero((t >= 10.0 ** WINDOW_FROM) & (t <= t_end) & np.asarray(sound, bool))
@@ -221,8 +232,11 @@ def seed_limit(series: dict, boundary: dict) -> dict:
         X = np.asarray(boundary[name], dtype=np.float64)[inside]
         ang = decade_angles(X) if len(inside) >= 2 else np.array([])
         turns[name] = {"k": [kb[i] for i in inside[:-1]], "angle": ang.tolist(),
-                       "law": slowing_law([kb[i] for i in inside[:-1]], ang)}
+                       "law": slowing_law([kb[i] for i in inside[:-1]], ang),
+                       "total": float(ang.sum())}
     tw, lt_end = t[win], math.log1p(t_end) if t_end > 0 else None
+    for name in turns:
+        turns[name]["to_come"] = tail_of_law(turns[name]["law"], lt_end)
     fits = {}
     if win.size >= 3:
         fits = {"ln_loss": _fit_vs_lnt(tw, np.log(loss[win])),
@@ -237,9 +251,13 @@ def seed_limit(series: dict, boundary: dict) -> dict:
                                                    np.asarray(series["assoc_cos"])[win])}
     u = np.asarray(series["u_min"], dtype=np.float64)
     u_end = float(u[good[-1]]) if good.size else None
+    falling = [k for k, x in zip(ks, s_u) if x <= 0]
     return {"t_end": t_end, "records": int(t.size), "sound_records": int(good.size),
             "window_records": int(win.size), "decades": ks,
             "u_min_end": u_end, "u_min_slope_per_decade": s_u.tolist(), "u_law": u_law,
+            "u_min_falling_decades": len(falling),
+            "u_min_falls_from": (10.0 ** falling[0]) if falling else None,
+            "u_min_max": float(u[win].max()) if win.size else None,
             "u_laws": compare_laws(tw, u[win]) if win.size >= 3 else None,
             "loss_rate_per_decade": rates.tolist(), "turning": turns, "fits": fits,
             "inv_frac_end": float(np.asarray(series["inv_frac"])[good[-1]]) if good.size else None,

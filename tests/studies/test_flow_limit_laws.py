@@ -83,6 +83,11 @@ def test_the_turning_law_of_a_direction():
         law = FL.slowing_law(k[:-1], ang)
         assert law["exponent"] == pytest.approx(lam, abs=0.02)
         assert FL.bounded_reading(law) == reading
+        tail = FL.tail_of_law(law, x[-1])
+        if lam == -2.0:      # the angle still to come: 0.5 / ln t_end exactly
+            assert tail == pytest.approx(0.5 / x[-1], rel=0.02)
+        else:
+            assert tail is None
 
 
 def _series(u_of, spread_slope=-0.01, t_end=1e200, sound_to=None):
