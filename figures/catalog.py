@@ -20,7 +20,7 @@ from patchassoc.figures import (animation, attention_maps, convergence, flow_dyn
                                 seeds_flow, seeds_horizon, solutions_lambda, training_curves,
                                 transfer, transfer_family, vit_attention, vit_curves,
                                 vit_shuffle)
-from patchassoc.figures import robustness_table
+from patchassoc.figures import empirical_limit, path_distance, robustness_table
 from patchassoc.figures.style import style
 from patchassoc.simulations.runtime.results import read_json
 from patchassoc.simulations.runtime.verified import rewrite_summary
@@ -135,6 +135,14 @@ def _scaling(out, folder: Path) -> list:
     return [p for p in paths if str(p).endswith(".png")]
 
 
+def _flow_limit(out, folder: Path) -> list:
+    return empirical_limit.save(out.summary, folder) if out.summary.get("seeds") else []
+
+
+def _flow_distance(out, folder: Path) -> list:
+    return path_distance.save(out.summary, folder) if out.summary.get("declared") else []
+
+
 def _robustness(out, folder: Path) -> list:
     return robustness_table.save(out.summary, folder) if out.summary.get("variants") else []
 
@@ -158,6 +166,8 @@ DRAWERS: dict[str, Callable] = {
     "vit": _vit,
     "scaling": _scaling,
     "robustness": _robustness,
+    "flow_limit": _flow_limit,
+    "flow_distance": _flow_distance,
 }
 
 

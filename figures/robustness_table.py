@@ -7,7 +7,8 @@ Two panels, one row per variant (the reference on top, the control marked):
   a filled circle when the point passes claim 1's horizon test and a cross when it fails; a
   point censored at the horizon (the error is above 1.3 x Bayes there) is drawn at the right
   edge; a bar marks the variant's median, the dashed line the reference's;
-- right, the table: a column per claim (1, 2, 7), each cell coloured by its verdict (pass, fail,
+- right, the table: a column per claim (1; 2 at the empirical-risk flow's horizon and 2 by GD at
+  H, side by side; 7), each cell coloured by its verdict (pass, fail,
   a claim-2 reading, the control failing as it must, no verdict) and holding the verdict and its
   key number.
 
@@ -64,8 +65,8 @@ def plot(summary: dict, axes=None):
     tab = summary["table"]["rows"]
     n = len(rows)
     if axes is None:
-        fig, axes = new_figure(1, 2, figsize=(14.0, 0.42 * n + 1.6), constrained_layout=True,
-                               gridspec_kw={"width_ratios": [1.0, 1.35]})
+        fig, axes = new_figure(1, 2, figsize=(15.5, 0.42 * n + 1.9), constrained_layout=True,
+                               gridspec_kw={"width_ratios": [1.0, 1.7]})
     ax_t, ax_v = axes
     horizon = float(summary.get("t_max") or 1e15)
     y = np.arange(n)[::-1]
@@ -94,7 +95,12 @@ def plot(summary: dict, axes=None):
                       label="censored (> horizon): count"),
                Line2D([], [], color="black", lw=2.0, label="median"),
                Line2D([], [], color="black", lw=0.8, ls="--", label="reference's median")]
-    ax_t.set_xscale("log")
+    if any((row.get("claim1") or {}).get("points") for row in rows):
+        ax_t.set_xscale("log")
+    else:   # a run without claim 1 (robustness --claims 2): nothing to place on the time axis
+        ax_t.text(0.5, 0.5, "claim 1 not run here", transform=ax_t.transAxes, ha="center",
+                  va="center", color="0.4")
+        ax_t.set_xticks([])
     ax_t.set_yticks(y)
     ax_t.set_yticklabels([r["name"] for r in rows])
     for label, row in zip(ax_t.get_yticklabels(), rows):
@@ -123,7 +129,8 @@ def plot(summary: dict, axes=None):
             ax_v.text(j + 0.5, yi - 0.17, key, ha="center", va="center", fontsize=5.8,
                       linespacing=1.0)
     ax_v.set_xticks(np.arange(len(cols)) + 0.5)
-    ax_v.set_xticklabels(cols, fontsize=8)
+    # four columns since issue 49: the headings wrapped so that they do not run into each other
+    ax_v.set_xticklabels(["\n".join(textwrap.wrap(c, 30)) for c in cols], fontsize=7.5)
     ax_v.xaxis.tick_top()
     ax_v.tick_params(axis="x", length=0)     # column headings, not an axis
     ax_v.set_yticks([])
@@ -133,7 +140,7 @@ def plot(summary: dict, axes=None):
     title = "verdicts and key numbers (claim 3: unchanged by construction)"
     if summary.get("preview"):
         title = "PREVIEW, no verdict: " + title
-    ax_v.set_title(title, pad=22)
+    ax_v.set_title(title, pad=30)
     return axes
 
 

@@ -83,7 +83,7 @@ try:  # Ctrl-C while the command line loads (numpy and the commands, about half 
         if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else None
     from patchassoc.theory.config import PRESETS, Config, parse_override, preset
     from patchassoc.cli import (main_association, main_bench, main_check, main_data,
-                                main_grid, main_lemmas, main_locality, main_paper_figures,
+                                main_flow_distance, main_flow_limit, main_grid, main_lemmas, main_locality, main_paper_figures,
                                 main_population, main_population_eval, main_reproduce,
                                 main_robustness, main_sample_size, main_scaling, main_seeds,
                                 main_solutions, main_train, main_transfer, main_vit)
@@ -107,7 +107,7 @@ __all__ = ["main", "Context", "COMMANDS", "build_parser", "exit_status"]
 COMMANDS = (main_train, main_locality, main_reproduce, main_population, main_population_eval,
             main_lemmas, main_solutions, main_check, main_bench, main_vit, main_transfer,
             main_association, main_grid, main_seeds, main_sample_size, main_paper_figures,
-            main_scaling, main_data, main_robustness)
+            main_scaling, main_data, main_robustness, main_flow_limit, main_flow_distance)
 
 DEFAULT_OUT = Path("patchassoc-out")
 

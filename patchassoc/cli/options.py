@@ -106,6 +106,7 @@ VOCABULARY: dict[str, str] = {
     "--threads": "PyTorch CPU threads per run",
     "--device": "cpu or cuda",
     "--only": "run only this step (repeatable)",
+    "--claims": "run only these claims' part of a study (numbers separated by commas)",
     # -- switches
     "--quick": "a reduced, faster run: a preview, never a verdict",
     "--reduced": "the reproduction's reduced study: a preview",
@@ -121,6 +122,7 @@ VOCABULARY: dict[str, str] = {
     "--no-recompute": "refuse instead of recomputing a step made for other work",
     "--no-control": "skip the negative control",
     "--no-alt": "skip the alternative configuration",
+    "--no-gd": "skip the gradient-descent protocol read beside the flows",
     "--no-sampled": "skip the sampled-data row",
     "--no-train": "do not train",
     "--no-write": "write nothing",

@@ -5,6 +5,8 @@
   depend on"): the trends of the flows' last decade and of a seed's last records.
 - :func:`linear_fit`: slope, intercept, the slope's standard error and its t-interval
   (``scipy.stats.linregress`` and ``scipy.stats.t``): the fits of ln t on ln d, ln N, ln ln d.
+- :func:`model_fit`: :func:`linear_fit` with the intercept's t-interval, the residual sum of
+  squares and Akaike's criterion: the laws of the empirical-risk flow's limit, compared.
 - :func:`t_quantile` and :func:`mean_interval`: the t-interval of a mean (``scipy.stats.t``):
   the ViT comparison's paired gaps, its figures' error bars.
 - :func:`wilson_interval`: the Wilson score interval of a proportion; for an integer count it
@@ -27,7 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["slope", "linear_fit", "t_quantile", "mean_interval", "wilson_interval",
+__all__ = ["slope", "linear_fit", "model_fit", "t_quantile", "mean_interval", "wilson_interval",
            "bootstrap_indices", "percentile_interval"]
 
 
@@ -80,6 +82,31 @@ def linear_fit(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> d
         h = t_quantile(level, n - 2) * se
         out.update(se=se, ci_low=out["slope"] - h, ci_high=out["slope"] + h)
     return out
+
+
+def model_fit(x: Sequence[float], y: Sequence[float], level: float = 0.95) -> dict | None:
+    """:func:`linear_fit` of y on x (``scipy.stats.linregress``) with what a comparison of laws
+    needs: the intercept's standard error and ``level`` t-interval (``intercept_ci_low``,
+    ``intercept_ci_high``), the residual sum of squares ``rss`` and Akaike's criterion
+    ``aic`` = n ln(rss / n) + 2 k with k = 2 parameters (``-inf`` for an exact fit). ``None``
+    as :func:`linear_fit`; the intervals need 3 points."""
+    fit = linear_fit(x, y, level)
+    if fit is None:
+        return None
+    X = np.asarray(x, dtype=np.float64)
+    Y = np.asarray(y, dtype=np.float64)
+    n = X.size
+    res = Y - (fit["intercept"] + fit["slope"] * X)
+    rss = float(res @ res)
+    fit.update(rss=rss, aic=(n * math.log(rss / n) + 4.0) if rss > 0 else -math.inf,
+               intercept_se=None, intercept_ci_low=None, intercept_ci_high=None)
+    if n > 2:
+        from scipy.stats import linregress
+        se = float(linregress(X, Y).intercept_stderr)
+        h = t_quantile(level, n - 2) * se
+        fit.update(intercept_se=se, intercept_ci_low=fit["intercept"] - h,
+                   intercept_ci_high=fit["intercept"] + h)
+    return fit
 
 
 def mean_interval(values, level: float = 0.95) -> dict:

@@ -2,7 +2,9 @@
 
 Sampled gradient descent (:mod:`.sampled_descent`) with the diagonal of Q fixed moves
 theta = (v, the off-diagonal entries of Q) by theta <- theta - M grad R_N(theta), with
-M = diag(eta_v I, eta_Q I). The flow is its small-step limit,
+M = diag(eta_v I, eta_Q I); with the diagonal trained (``diagonal="trained"``) theta holds every
+entry of Q, and the flow conserves each row sum of Q (the gradient of a row sums to 0: softmax
+ignores a shift of a row). The flow is its small-step limit,
 
     d theta / dt = -M grad R_N(theta),
 
@@ -17,7 +19,8 @@ t_max (default 1e15), recorded at the population flow's log-spaced times
 
 Why it is affordable. Each right-hand side is one pass over the sample (the step kernel of
 :mod:`.sampled_kernels`). The stiff solver needs the Jacobian of d theta / ds, -(1 + t) M H,
-with H the Hessian of R_N in theta (496 coordinates at ``ref``): by finite differences that is
+with H the Hessian of R_N in theta (496 coordinates at ``ref``, 512 with the diagonal trained,
+where H has the D row shifts in its kernel): by finite differences that is
 one gradient per coordinate, and LSODA spent most of its evaluations there (2,963 evaluations
 to t = 1e6, 2,500 of them for 5 Jacobians). :func:`~.sampled_hessian.hessian` computes H
 exactly with matrix products at the cost of a few tens of gradients (``jacobian="analytic"``,
@@ -85,7 +88,8 @@ from patchassoc.simulations.runtime.progress import progress_bar
 
 __all__ = ["SampledFlowTrajectory", "sampled_flow", "run_sampled_flow", "SampledFlowResult",
            "limit_class", "flow_times", "flow_reading", "SAMPLED_FLOW_VERSION", "METHODS",
-           "JACOBIANS", "SAMPLED_LIMIT_CLASSES"]
+           "JACOBIANS", "SAMPLED_LIMIT_CLASSES", "DIAGONALS", "free_entries",
+           "errors_of_records"]
 
 #: Version of the empirical-risk flow's numbers (cells keep it in their fingerprints).
 SAMPLED_FLOW_VERSION = "sampled-flow-1"
@@ -94,6 +98,8 @@ METHODS = {"LSODA": LSODA, "BDF": BDF, "Radau": Radau}
 JACOBIANS = ("analytic", "finite")
 #: The classes of the empirical-risk flow's limit (:func:`limit_class`).
 SAMPLED_LIMIT_CLASSES = ("association", "other sets", "converged", "undecided", "undetermined")
+#: The diagonal of Q held at its start (the paper's Simplification 3.1) or trained.
+DIAGONALS = ("fixed", "trained")
 #: Restarts of a failed solver (each with 10 x tighter tolerances) before the flow gives up.
 _RESTARTS = 3
 
@@ -104,7 +110,8 @@ class SampledFlowTrajectory:
 
     ``v`` (records, d) and ``Q`` (records, D, D) are the parameters at each record;
     ``q_norm`` is ||Q offdiag||_F, ``q_residual`` the non-invariant part of Q, ``u_min`` and
-    ``u_max`` the extreme log-odds of the rows' set-mate shares.
+    ``u_max`` the extreme log-odds of the rows' set-mate shares. ``diagonal`` says whether
+    theta holds the diagonal of Q (``"trained"``) or not (``"fixed"``).
     """
 
     t: np.ndarray
@@ -136,6 +143,7 @@ class SampledFlowTrajectory:
     atol: float
     seconds: float
     D: int
+    diagonal: str = "fixed"
     segments: list = field(default_factory=list, repr=False)
     restarts: list = field(default_factory=list)
     #: wall seconds from the start to each record (a timing: for ``bench``, never saved)
@@ -150,8 +158,22 @@ class SampledFlowTrajectory:
         """Whether the flow reached its horizon (the one rule of every flow)."""
         return reached_horizon(self.status, self.t_reached, self.t_max)
 
+    @property
+    def free(self) -> np.ndarray:
+        """The (D, D) mask of the entries of Q that theta holds (:func:`free_entries`)."""
+        return free_entries(self.D, self.diagonal)
+
+    def theta(self, k) -> np.ndarray:
+        """theta = (v, the free entries of Q) of the records ``k`` (an index, a slice or an
+        index array): (d + n_free,) for one record, (records, d + n_free) for several."""
+        v, Q = self.v[k], self.Q[k]
+        if v.ndim == 1:
+            return np.concatenate([v, Q[self.free]])
+        return np.concatenate([v, Q[:, self.free]], axis=1)
+
     def at(self, t: float) -> np.ndarray:
-        """theta = (v, Q offdiag) at time ``t`` (GD steps) from the solver's dense output."""
+        """theta = (v, the free entries of Q: the off-diagonal ones with the diagonal fixed,
+        all of them with it trained) at time ``t`` (GD steps) from the solver's dense output."""
         t = float(t)
         if not self.segments or not (0.0 <= t <= self.t_reached):
             raise ValueError(f"t must lie in [0, {self.t_reached:g}] (the integrated range)")
@@ -159,6 +181,16 @@ class SampledFlowTrajectory:
         ends = [seg[1] for seg in self.segments]
         k = min(bisect.bisect_left(ends, s), len(self.segments) - 1)
         return np.asarray(self.segments[k][2](s), dtype=np.float64)
+
+
+def free_entries(D: int, diagonal: str) -> np.ndarray:
+    """The entries of Q that the flow moves: every off-diagonal one, and the diagonal too when
+    ``diagonal`` is ``"trained"`` (ValueError for anything but ``"fixed"`` or ``"trained"``)."""
+    if diagonal not in DIAGONALS:
+        raise ValueError(f"diagonal must be one of {DIAGONALS}, got {diagonal!r}")
+    if diagonal == "trained":
+        return np.ones((D, D), dtype=bool)
+    return ~np.eye(D, dtype=bool)
 
 
 def _check_options(t_max, per_decade, method, jacobian, rates) -> float:
@@ -182,9 +214,11 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
                  w_star, structure: Structure, test_data: Sample | None = None,
                  t_max: float = T_MAX, per_decade: int = PER_DECADE, rtol: float = RTOL,
                  atol: float = ATOL, method: str = "LSODA", jacobian: str = "analytic",
-                 progress: bool = False, desc: str = "flow") -> SampledFlowTrajectory:
+                 diagonal: str = "fixed", progress: bool = False,
+                 desc: str = "flow") -> SampledFlowTrajectory:
     """The gradient flow d theta / dt = -M grad R_N(theta) of the empirical risk on
-    theta = (v, Q offdiag), the diagonal of Q held at its start, from (v0, Q0) to ``t_max``.
+    theta = (v, Q offdiag), the diagonal of Q held at its start (or theta = (v, Q) with
+    ``diagonal="trained"``), from (v0, Q0) to ``t_max``.
 
     Parameters
     ----------
@@ -192,7 +226,7 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         The training sample (the risk R_N) and an optional test sample (its error is recorded).
     v0 : (d,) array
     Q0 : (D, D) array
-        The start; diag(Q0) stays fixed.
+        The start; diag(Q0) stays fixed unless ``diagonal`` is ``"trained"``.
     p, nu : the activation.
     eta_v, eta_Q : the GD step sizes that make M (t counts GD steps).
     w_star : (d,) array
@@ -206,6 +240,8 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
     method : ``"LSODA"``, ``"BDF"`` or ``"Radau"``.
     jacobian : ``"analytic"`` (:func:`~.sampled_hessian.hessian`) or ``"finite"`` (the solver's
         own differences; LSODA only, BDF and Radau make their own too).
+    diagonal : ``"fixed"`` (the paper's Simplification 3.1) or ``"trained"`` (every entry of Q
+        moves with the step eta_Q, as in ``train`` with ``diagonal=trained``).
     progress : a progress bar over the records.
 
     Returns
@@ -236,8 +272,8 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         raise ValueError(f"the structure has D = {structure.D}, the sample D = {D}")
     p, nu = kernels._check_model_args(X, y, v0, kernels.softmax_rows(Q0), p, nu,
                                       data_checked=True)[4:]
-    off = ~np.eye(D, dtype=bool)
-    m = np.concatenate([np.full(d, float(eta_v)), np.full(int(off.sum()), float(eta_Q))])
+    free = free_entries(D, diagonal)          # the entries of Q in theta
+    m = np.concatenate([np.full(d, float(eta_v)), np.full(int(free.sum()), float(eta_Q))])
     state = {"evaluations": 0, "jacobians": 0, "jacobian_seconds": 0.0}
     # the solver's own differences evaluate the right-hand side once per coordinate
     stall_limit = MAX_EVALUATIONS_PER_RECORD + (m.size if jacobian == "finite" else 0)
@@ -245,14 +281,14 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
     def unpack(theta):
         v = np.ascontiguousarray(theta[:d])
         Q = Q0.copy()
-        Q[off] = theta[d:]
+        Q[free] = theta[d:]
         return v, Q
 
     def quantities(theta):
         v, Q = unpack(theta)
         A, loss, err, gv, _, gQ = kernels._step_quantities(X, y, v, Q, p, nu)
         state["evaluations"] += 1
-        g = np.concatenate([gv, gQ[off]])
+        g = np.concatenate([gv, gQ[free]])
         if not (math.isfinite(loss) and np.all(np.isfinite(g))):
             raise FloatingPointError("non-finite gradient")
         return v, Q, A, loss, err, g
@@ -264,11 +300,12 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
     def jac(s, theta):
         c0 = time.perf_counter()
         v, Q = unpack(theta)
-        H = hessian(X, y, v, Q, p, nu, free=off)
+        H = hessian(X, y, v, Q, p, nu, free=free)
         state["jacobians"] += 1
         state["jacobian_seconds"] += time.perf_counter() - c0
         return (-math.exp(s)) * m[:, None] * H
 
+    offdiag = ~np.eye(D, dtype=bool)        # ||Q offdiag|| is recorded whatever the diagonal
     t_rec = record_times(t_max, per_decade)
     s_rec = np.array([math.log1p(float(x)) for x in t_rec])
     rows: dict[str, list] = {k: [] for k in SampledFlowTrajectory.ARRAYS}
@@ -285,7 +322,8 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         for k, val in (("t", t), ("train_loss", loss), ("train_error", err),
                        ("test_error", math.nan), ("alpha", alpha),
                        ("v_perp_norm", fixed_order.norm(v - alpha * w_star)),
-                       ("v_norm", fixed_order.norm(v)), ("q_norm", fixed_order.norm(Q[off])),
+                       ("v_norm", fixed_order.norm(v)),
+                       ("q_norm", fixed_order.norm(Q[offdiag])),
                        ("q_residual", noninvariant_residual(Q, structure)),
                        ("topc_rows", int(topc_rows(Q, structure).sum())),
                        ("share_min", float(share.min())), ("share_mean", float(share.mean())),
@@ -293,7 +331,7 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
                        ("v", v.copy()), ("Q", Q.copy())):
             rows[k].append(val)
 
-    theta0 = np.concatenate([v0, Q0[off]])
+    theta0 = np.concatenate([v0, Q0[free]])
     t0 = time.perf_counter()
     stamps: list[float] = []
     status, s_now, steps = "ok", 0.0, 0
@@ -375,8 +413,21 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
         evaluations=int(state["evaluations"]), jacobians=int(state["jacobians"]),
         jacobian_seconds=float(state["jacobian_seconds"]), solver_steps=steps, method=method,
         jacobian=jacobian, rtol=float(rtol), atol=float(atol),
-        seconds=time.perf_counter() - t0, D=D, segments=segments, restarts=restarts,
+        seconds=time.perf_counter() - t0, D=D, diagonal=diagonal, segments=segments,
+        restarts=restarts,
         record_seconds=stamps[:len(arrays["t"])])
+
+
+def errors_of_records(data: Sample, V, Qs, p: int, nu: float) -> np.ndarray:
+    """The zero-one error (ties count 1/2) on ``data`` of each recorded (v_r, Q_r), in one pass
+    over the sample (:func:`_test_errors`): V is (records, d), Qs (records, D, D)."""
+    X, y = kernels.check_data(data.X, data.y)
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    Qs = np.ascontiguousarray(Qs, dtype=np.float64)
+    if V.ndim != 2 or Qs.ndim != 3 or V.shape[0] != Qs.shape[0]:
+        raise ValueError(f"V must be (records, d) and Qs (records, D, D), got {V.shape} and "
+                         f"{Qs.shape}")
+    return _test_errors(X, y, V, Qs, p, nu)
 
 
 def _test_errors(X, y, V, Qs, p, nu, chunk: int = 1024) -> np.ndarray:
@@ -434,8 +485,7 @@ def limit_class(tr: SampledFlowTrajectory) -> dict:
                          f"t = {end:.3g}; the rule needs {MIN_RECORDS}")
         return out
     lnt = np.array([math.log1p(float(x)) for x in t[last]])
-    off = ~np.eye(tr.D, dtype=bool)
-    theta = np.concatenate([tr.v[last], tr.Q[last][:, off]], axis=1)
+    theta = tr.theta(last)
     first, final = theta[0], theta[-1]
     cosine = fixed_order.dot(first, final) / (fixed_order.norm(first) * fixed_order.norm(final))
     loss = tr.train_loss[last]
@@ -484,6 +534,7 @@ def flow_reading(tr: SampledFlowTrajectory, *, error_limit: float, share_level: 
             "limit": limit_class(tr),
             "times": flow_times(tr, error_limit, share_level) if has else None,
             "error_limit": float(error_limit), "share_level": float(share_level), "D": tr.D,
+            "diagonal": tr.diagonal,
             "evaluations": tr.evaluations, "jacobians": tr.jacobians,
             "jacobian_seconds": tr.jacobian_seconds, "solver_steps": tr.solver_steps,
             "records": int(tr.t.size),
@@ -534,15 +585,15 @@ def run_sampled_flow(config: Config, seed: int = 0, *, error_factor: float,
                      progress: bool = False, **options) -> SampledFlowResult:
     """The empirical-risk flow of ``config`` from the draws of ``train(config, seed)``
     (:func:`~.sampled_descent.draw_run`: the same structure, feature, start and samples), the
-    GD step sizes of the config as M. Free logits with the diagonal fixed only.
+    GD step sizes of the config as M. Free logits, with the diagonal fixed or trained as the
+    config says.
 
     The reading's criteria are given by the caller (claim 2's seed rule lives in its study):
     test error <= ``error_factor`` x Bayes + ``error_slack`` and share_min >= ``share_level``.
     ``options`` are those of :func:`sampled_flow`.
     """
-    if config.param != "logits" or config.diagonal != "fixed":
-        raise ValueError("the empirical-risk flow runs on free logits with the diagonal fixed "
-                         "(--set diagonal=fixed; param=logits)")
+    if config.param != "logits":
+        raise ValueError("the empirical-risk flow runs on free logits (param=logits)")
     if config.data != "structured":
         raise ValueError("the empirical-risk flow runs on structured data (data=structured)")
     from patchassoc.theory.bayes import bayes_error
@@ -553,7 +604,7 @@ def run_sampled_flow(config: Config, seed: int = 0, *, error_factor: float,
     tr = sampled_flow(run.train_data, run.v0, run.theta0, p=config.p, nu=config.nu,
                       eta_v=config.eta_v, eta_Q=config.eta_Q, w_star=run.w_star,
                       structure=run.structure, test_data=run.test_data, t_max=t_max,
-                      progress=progress, **options)
+                      diagonal=config.diagonal, progress=progress, **options)
     return SampledFlowResult(config=config, seed=int(seed), structure=run.structure,
                              w_star=run.w_star, trajectory=tr, bayes_error=bayes,
                              error_limit=limit, share_level=float(share_level))

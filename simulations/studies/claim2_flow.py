@@ -99,6 +99,8 @@ class FlowSeedTask:
     config_json: str
     folder: str
     t_max: float = T_MAX
+    #: the protocol in the fingerprint (a study that reuses the task names its own)
+    protocol = PROTOCOL
 
     @classmethod
     def make(cls, config: Config, folder, t_max: float = T_MAX) -> "FlowSeedTask":
@@ -115,8 +117,8 @@ class FlowSeedTask:
     def fingerprint(self) -> str:
         cfg = {k: v for k, v in json.loads(self.config_json).items()
                if k not in ("records", "steps")}
-        return fingerprint({"protocol": PROTOCOL, "flow": SAMPLED_FLOW_VERSION, "config": cfg,
-                            "t_max": self.t_max})
+        return fingerprint({"protocol": self.protocol, "flow": SAMPLED_FLOW_VERSION,
+                            "config": cfg, "t_max": self.t_max})
 
 
 def _curve(tr) -> dict:
@@ -190,8 +192,13 @@ def flows_summary(records: Sequence[dict], *, declared: bool = True) -> dict:
     """The verdict at the flow's horizon over the seeds (pass count, Wilson 95 % interval,
     ``passed``; ``preview`` when ``declared`` is false), each seed's limit class, slope of
     min u and time to the rule, the pass rate and the test error against t, the failing seeds'
-    trends, the invariance z-scores."""
+    trends, the invariance z-scores.
+
+    A record whose horizon is not the verdict's, ``T_MAX`` (the limit study's flows to 1e298,
+    say), is never read as the verdict: the summary is then a preview, whatever ``declared``
+    says (SPEC section 6, the limit of the empirical-risk flow)."""
     records = sorted(records, key=lambda r: r["seed"])
+    declared = bool(declared) and all(r.get("t_max") == T_MAX for r in records)
     n = len(records)
     k = sum(bool(r["passed"]) for r in records)
     lo, hi, passed = rate_rule(k, n)

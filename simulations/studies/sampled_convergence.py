@@ -68,7 +68,8 @@ from patchassoc.simulations.engines.population.trajectory import initial_point, 
 from patchassoc.simulations.studies.study import Outcome, Study
 from patchassoc.simulations.studies.verdicts import fmt
 
-__all__ = ["ConvergenceResult", "run_convergence", "distances", "fit_slopes", "CONTROL_D",
+__all__ = ["ConvergenceResult", "run_convergence", "distances", "distance_components",
+           "fit_slopes", "per_step_slopes", "CONTROL_D",
            "DEFAULT_NS", "REPRODUCE_NS", "QUICK_NS", "DEFAULT_SEEDS", "QUICK_SEEDS", "QUICK_STEPS",
            "STUDY_STEPS", "COMPONENTS", "CONTROL_COMPONENTS", "N_BOOTSTRAP"]
 
@@ -111,7 +112,8 @@ class ConvergenceResult:
     over the recorded ``steps``); ``population`` is (seeds, records, 4) = (alpha, a, b, c) of
     the population runs. ``control`` is the sigma = 0 control's distance array (same shape) or
     None. ``slopes`` / ``control_slopes`` map a component to {slope, intercept, ci_low,
-    ci_high} (values None when a mean distance is not positive).
+    ci_high} (values None when a mean distance is not positive). ``distance_steps`` holds the
+    distance at each of ``read_steps`` (not the largest over the steps), when asked for.
     """
 
     config: Config
@@ -126,6 +128,10 @@ class ConvergenceResult:
     status: str = "ok"
     seconds: float = 0.0
     timings: dict = field(default_factory=dict)
+    #: the steps read one by one (``read_at``: the recorded steps and the extra ones) and the
+    #: distance at each, (Ns, seeds, len(read_steps), components); None when not asked for
+    read_steps: np.ndarray | None = None
+    distance_steps: np.ndarray | None = None
 
     def component(self, name: str, control: bool = False) -> np.ndarray:
         """(Ns, seeds) distances of one component."""
@@ -173,6 +179,8 @@ class ConvergenceResult:
             "timings": dict(self.timings),
             "config": self.config.to_dict(),
         }
+        if self.distance_steps is not None:
+            out["per_step"] = per_step_slopes(self)
         if self.control is not None:
             out["control"] = {
                 "setting": {"sigma": 0.0, "d": CONTROL_D},
@@ -187,6 +195,8 @@ class ConvergenceResult:
                   for k in ("seeds", "Ns", "steps", "population", "distance")}
         if self.control is not None:
             arrays["control"] = self.control
+        if self.distance_steps is not None:
+            arrays.update(read_steps=self.read_steps, distance_steps=self.distance_steps)
         first = int(self.seeds[0]) if self.seeds.size else None     # seeds first, first + 1, ...
         return save_folder(folder, config_record(self.config.to_dict(), first), self.summary(),
                            arrays)
@@ -202,7 +212,9 @@ class ConvergenceResult:
                    control=arrays.get("control"),
                    control_slopes=None if control is None else control["slopes"],
                    status=metrics.get("status", "ok"),
-                   seconds=float(metrics["seconds"]), timings=metrics.get("timings", {}))
+                   seconds=float(metrics["seconds"]), timings=metrics.get("timings", {}),
+                   read_steps=arrays.get("read_steps"),
+                   distance_steps=arrays.get("distance_steps"))
 
 
 # -- distances and slopes ----------------------------------------------------------------------
@@ -210,9 +222,26 @@ def _centered(Q: np.ndarray) -> np.ndarray:
     return Q - Q.mean(axis=-1, keepdims=True)
 
 
+def distance_components(alpha_N: float, v_perp_N: float, Q_N: np.ndarray,
+                        population: Sequence[float], structure: Structure) -> tuple:
+    """The distances of one sampled state (alpha, ||v_perp||, logits Q) to one population state
+    (alpha, a, b, c), in the order of :data:`COMPONENTS` (module notes; Q' = Q minus its row
+    means)."""
+    Qs = _centered(np.asarray(Q_N, dtype=np.float64))
+    Qp = _centered(invariant_logits(*population[1:], structure))
+    Pi = invariant_logits(*project_invariant(Qs, structure), structure)
+    d_alpha = abs(float(alpha_N) - float(population[0]))
+    d_inv = float(np.linalg.norm(Pi - Qp))
+    d_res = float(np.linalg.norm(Qs - Pi))
+    d_Q = float(np.linalg.norm(Qs - Qp))
+    vp = float(v_perp_N)
+    return (math.sqrt(d_alpha ** 2 + vp ** 2 + d_Q ** 2), d_alpha, d_Q, d_inv, d_res, vp)
+
+
 def distances(alpha_N: np.ndarray, v_perp_N: np.ndarray, A_N: np.ndarray,
               population: np.ndarray, structure: Structure) -> np.ndarray:
-    """(records, len(COMPONENTS)) distances of one sampled run to the population trajectory.
+    """(records, len(COMPONENTS)) distances of one sampled run to the population trajectory
+    (:func:`distance_components` at each record).
 
     Parameters
     ----------
@@ -229,26 +258,20 @@ def distances(alpha_N: np.ndarray, v_perp_N: np.ndarray, A_N: np.ndarray,
                          "recovered from A (a logit gap beyond ~745)")
     out = np.empty((A_N.shape[0], len(COMPONENTS)))
     for r in range(A_N.shape[0]):
-        Qs = _centered(np.log(A_N[r]))
-        Qp = _centered(invariant_logits(*population[r, 1:], structure))
-        Pi = invariant_logits(*project_invariant(Qs, structure), structure)
-        d_alpha = abs(alpha_N[r] - population[r, 0])
-        d_inv = float(np.linalg.norm(Pi - Qp))
-        d_res = float(np.linalg.norm(Qs - Pi))
-        d_Q = float(np.linalg.norm(Qs - Qp))
-        vp = float(v_perp_N[r])
-        out[r] = (math.sqrt(d_alpha ** 2 + vp ** 2 + d_Q ** 2), d_alpha, d_Q, d_inv, d_res, vp)
+        out[r] = distance_components(alpha_N[r], v_perp_N[r], np.log(A_N[r]), population[r],
+                                     structure)
     return out
 
 
 def fit_slopes(Ns: np.ndarray, dist: np.ndarray, names: Sequence[str], seed: int,
-               n_boot: int = N_BOOTSTRAP, level: float = CI_LEVEL) -> dict:
+               n_boot: int = N_BOOTSTRAP, level: float = CI_LEVEL,
+               components: Sequence[str] = COMPONENTS) -> dict:
     """Slope of log(mean over seeds) against log N per component, with a percentile bootstrap
     interval over seeds (one resample of the seeds serves every N and every component;
     :func:`~patchassoc.simulations.analysis.stats.bootstrap_indices`).
 
-    ``dist`` is (Ns, seeds, components) in :data:`COMPONENTS` order; ``names`` picks the
-    components to fit. A component whose mean distance is not positive at some N gets None.
+    ``dist`` is (Ns, seeds, components) in the order of ``components`` (default
+    :data:`COMPONENTS`); ``names`` picks the components to fit. A component whose mean distance is not positive at some N gets None.
     """
     Ns = np.asarray(Ns, dtype=float)
     x = np.array([math.log(n) for n in Ns])
@@ -257,7 +280,7 @@ def fit_slopes(Ns: np.ndarray, dist: np.ndarray, names: Sequence[str], seed: int
     idx = stats.bootstrap_indices(n_seeds, n_boot, rng)
     out = {}
     for name in names:
-        D = dist[..., COMPONENTS.index(name)]                     # (Ns, seeds)
+        D = dist[..., list(components).index(name)]               # (Ns, seeds)
         mean = D.mean(axis=1)
         if not (np.all(np.isfinite(mean)) and np.all(mean > 0)):
             out[name] = {"slope": None, "intercept": None, "ci_low": None, "ci_high": None}
@@ -272,9 +295,22 @@ def fit_slopes(Ns: np.ndarray, dist: np.ndarray, names: Sequence[str], seed: int
 
 
 # -- runner ------------------------------------------------------------------------------------
+def per_step_slopes(result: "ConvergenceResult", seed: int | None = None) -> dict:
+    """The slopes of every component against N at each of ``result.read_steps``, from the
+    distance at that step (:func:`fit_slopes`, the same bootstrap as the declared reading):
+    {step: {component: fit}}."""
+    if result.distance_steps is None:
+        return {}
+    first = int(result.seeds[0]) if seed is None else int(seed)
+    return {int(st): fit_slopes(result.Ns, result.distance_steps[:, :, j, :], COMPONENTS, first)
+            for j, st in enumerate(result.read_steps)}
+
+
 def _sampled_run(cfg: Config, structure: Structure, alpha0: float, coords0: np.ndarray,
                  N: int, d: int, sigma: float, stream: Sequence[int], steps: int,
                  at: np.ndarray, population: np.ndarray) -> np.ndarray:
+    """The distances of one sampled GD run to the population's at every step of ``at``,
+    (len(at), components)."""
     rng = np.random.default_rng(np.random.SeedSequence(list(stream)))
     w_star = unit_vector(d, rng)
     data = sample(int(N), w_star, structure, cfg.q, sigma, rng, orthogonal=True)
@@ -287,13 +323,13 @@ def _sampled_run(cfg: Config, structure: Structure, alpha0: float, coords0: np.n
         raise KeyboardInterrupt
     if tr.status != "ok":
         raise ValueError(f"sampled run stopped ({tr.status}) at N={N}, stream {list(stream)}")
-    return distances(tr.alpha, tr.v_perp_norm, tr.A, population, structure).max(axis=0)
+    return distances(tr.alpha, tr.v_perp_norm, tr.A, population, structure)
 
 
 def run_convergence(config: Config, seed: int = 0, *, Ns: Sequence[int] = DEFAULT_NS,
                     n_seeds: int = DEFAULT_SEEDS, steps: int | None = None,
                     records: int | None = None, control: bool = True,
-                    progress: bool = False) -> ConvergenceResult:
+                    progress: bool = False, read_at: Sequence[int] = ()) -> ConvergenceResult:
     """Population vs sampled trajectories for every N in ``Ns`` and seeds seed..seed+n_seeds-1.
 
     The config is used in the paper's setting, stored so in the result: ``noise='orthogonal'``
@@ -301,6 +337,9 @@ def run_convergence(config: Config, seed: int = 0, *, Ns: Sequence[int] = DEFAUL
     1/sqrt(d)). ``steps``/``records`` default to the config's.
     ``control`` also runs the sigma = 0 control (d = :data:`CONTROL_D`). Seed k, sample size
     N draws its data from ``SeedSequence([k, N, 3])`` (control: ``[k, N, 4]``).
+    ``read_at``: extra steps (<= ``steps``) at which the distance is also kept one step at a
+    time, with the recorded ones (``distance_steps``); the runs record them too, which changes
+    no number of the declared reading (the largest distance over the recorded steps).
     """
     t0 = time.perf_counter()
     Ns = np.array(sorted(set(int(n) for n in Ns)), dtype=np.int64)
@@ -313,10 +352,17 @@ def run_convergence(config: Config, seed: int = 0, *, Ns: Sequence[int] = DEFAUL
     steps = cfg.steps if steps is None else int(steps)
     records = cfg.records if records is None else int(records)
     at = record_steps(steps, records)
+    extra = [int(x) for x in read_at]
+    if any(x < 0 or x > steps for x in extra):
+        raise ValueError(f"read_at must lie in 0..{steps}, got {extra}")
+    at_all = np.union1d(at, np.asarray(extra, dtype=at.dtype)) if extra else at
+    declared = np.searchsorted(at_all, at)           # the recorded steps among at_all
     seeds = np.arange(seed, seed + n_seeds, dtype=np.int64)
     pop = np.zeros((n_seeds, at.size, 4))
     dist = np.full((Ns.size, n_seeds, len(COMPONENTS)), np.nan)
     ctrl = np.full_like(dist, np.nan) if control else None
+    dist_steps = np.full((Ns.size, n_seeds, at_all.size, len(COMPONENTS)), np.nan) \
+        if extra else None
     t_pop = t_smp = t_ctrl = 0.0
     done = 0
     status = "ok"
@@ -327,24 +373,28 @@ def run_convergence(config: Config, seed: int = 0, *, Ns: Sequence[int] = DEFAUL
             ta = time.perf_counter()
             alpha0, coords0, structure = initial_point(cfg, int(s))
             traj = population_descent(cfg.L, cfg.C, cfg.q, cfg.p, cfg.nu, alpha0, coords0,
-                                      eta_v=cfg.eta_v, eta_Q=cfg.eta_Q, steps=steps, at=at,
+                                      eta_v=cfg.eta_v, eta_Q=cfg.eta_Q, steps=steps, at=at_all,
                                       param=cfg.param, diagonal=cfg.diagonal)
             if traj.status != "ok":
                 raise ValueError(f"population dynamics stopped ({traj.status}) for seed {s}")
-            pop[k] = np.stack([traj.alpha, traj.a, traj.b, traj.c], axis=1)
+            pop_all = np.stack([traj.alpha, traj.a, traj.b, traj.c], axis=1)
+            pop[k] = pop_all[declared]
             t_pop += time.perf_counter() - ta
             bar.update(1)
             for i, N in enumerate(Ns):
                 tb = time.perf_counter()
-                dist[i, k] = _sampled_run(cfg, structure, alpha0, coords0, int(N), cfg.d,
-                                          cfg.sigma, (int(s), int(N), 3), steps, at, pop[k])
+                run_d = _sampled_run(cfg, structure, alpha0, coords0, int(N), cfg.d,
+                                     cfg.sigma, (int(s), int(N), 3), steps, at_all, pop_all)
+                dist[i, k] = run_d[declared].max(axis=0)
+                if dist_steps is not None:
+                    dist_steps[i, k] = run_d
                 t_smp += time.perf_counter() - tb
                 bar.update(1)
                 if control:
                     tc = time.perf_counter()
                     ctrl[i, k] = _sampled_run(cfg, structure, alpha0, coords0, int(N),
-                                              CONTROL_D, 0.0, (int(s), int(N), 4), steps, at,
-                                              pop[k])
+                                              CONTROL_D, 0.0, (int(s), int(N), 4), steps,
+                                              at_all, pop_all)[declared].max(axis=0)
                     t_ctrl += time.perf_counter() - tc
                     bar.update(1)
             done += 1
@@ -355,6 +405,7 @@ def run_convergence(config: Config, seed: int = 0, *, Ns: Sequence[int] = DEFAUL
         status = f"interrupted after {done} of {n_seeds} seeds"
         seeds, pop, dist = seeds[:done], pop[:done], dist[:, :done]
         ctrl = None if ctrl is None else ctrl[:, :done]
+        dist_steps = None if dist_steps is None else dist_steps[:, :done]
     finally:
         bar.close()
     slopes = fit_slopes(Ns, dist, COMPONENTS, seed)
@@ -366,7 +417,8 @@ def run_convergence(config: Config, seed: int = 0, *, Ns: Sequence[int] = DEFAUL
                              control_slopes=control_slopes, status=status,
                              seconds=time.perf_counter() - t0,
                              timings={"population": t_pop, "sampled": t_smp,
-                                      "control": t_ctrl})
+                                      "control": t_ctrl},
+                             read_steps=at_all if extra else None, distance_steps=dist_steps)
 
 
 # -- the study's run and readings ---------------------------------------------------------

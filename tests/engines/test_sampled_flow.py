@@ -111,12 +111,12 @@ def _flow(run, t_max, **kw):
                            structure=run.structure, test_data=run.test_data, t_max=t_max, **kw)
 
 
-def _gd_theta(run, k, T):
+def _gd_theta(run, k, T, diagonal="fixed"):
+    """theta of GD with the steps M / k after k T steps, in the flow's coordinates."""
     tr = gradient_descent(run.train_data, run.theta0, run.v0, p=SMALL.p, nu=SMALL.nu,
                           eta_v=SMALL.eta_v / k, eta_Q=SMALL.eta_Q / k, steps=k * T,
-                          at=[k * T], w_star=run.w_star, diagonal="fixed")
-    off = ~np.eye(SMALL.D, dtype=bool)
-    return np.concatenate([tr.v, tr.theta[off]])
+                          at=[k * T], w_star=run.w_star, diagonal=diagonal)
+    return np.concatenate([tr.v, tr.theta[SF.free_entries(SMALL.D, diagonal)]])
 
 
 def test_small_step_gd_converges_to_the_flow_at_first_order(small_run):
@@ -223,9 +223,11 @@ def test_bad_options_are_refused(small_run):
                       ({"jacobian": "exact"}, "jacobian"), ({"per_decade": 0}, "per_decade")):
         with pytest.raises(ValueError, match=match):
             _flow(small_run, **{"t_max": 10.0, **kw})
-    with pytest.raises(ValueError, match="diagonal"):
-        SF.run_sampled_flow(preset("tiny"), 0, error_factor=2.0, error_slack=0.001,
-                            share_level=0.75)
+    with pytest.raises(ValueError, match="diagonal must be one of"):
+        _flow(small_run, 10.0, diagonal="free")
+    with pytest.raises(ValueError, match="free logits"):
+        SF.run_sampled_flow(preset("tiny", param="gram"), 0, error_factor=2.0,
+                            error_slack=0.001, share_level=0.75)
 
 
 def test_an_interruption_while_the_test_errors_are_computed_keeps_the_records(monkeypatch,

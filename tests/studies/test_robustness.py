@@ -261,12 +261,13 @@ def test_claim7_reading_by_its_rule_with_its_controls_and_causes():
 def test_the_table_and_its_reading_are_built_from_the_numbers():
     rows = _rows()
     tab = R.table(rows)
-    assert len(tab["rows"]) == len(R.VARIANTS) and len(tab["columns"]) == 3
+    assert len(tab["rows"]) == len(R.VARIANTS) and len(tab["columns"]) == 4
     ref = tab["rows"][0]["cells"]
     assert ref[0]["verdict"] == "PASS" and ref[0]["key"].startswith("41/41 pass")
-    assert ref[1]["verdict"] == "5/5" and ref[2]["verdict"] == "PASS"
+    assert ref[2]["verdict"] == "5/5" and ref[3]["verdict"] == "PASS"
+    assert ref[1]["verdict"] == "not run"            # claim 2's flows (issue 49): none here
     ctl = next(r for r in tab["rows"] if r["control"])["cells"]
-    assert ctl[0]["verdict"] == ctl[2]["verdict"] == "control: fails, as it must"
+    assert ctl[0]["verdict"] == ctl[3]["verdict"] == "control: fails, as it must"
     text = R.headline(rows)
     assert "Claim 1 holds for every variant (13 rows besides the control)." in text
     assert "Claim 7 holds for every variant" in text

@@ -1,13 +1,15 @@
 """The runs of the robustness study: one flow at a point of claim 1's sub-grid, one flow of
-claim 7's family, one sampled seed of claim 2, each under one variant
-(:mod:`.variants`), as independent, resumable cells.
+claim 7's family, one sampled seed of claim 2 (GD to H) and one empirical-risk flow of claim 2
+(to T = 1e15), each under one variant (:mod:`.variants`), as independent, resumable cells.
 
 Each cell runs an existing engine on the variant's configuration and start and reads it by its
 claim's own rule: claim 1's horizon record
 (:func:`patchassoc.simulations.studies.common.horizon_rule.horizon_record`), claim 7's certification of
 the flow's last point at tol(d) = 1e-3 x Bayes(d) and its last decade's trend
 (:func:`patchassoc.simulations.studies.common.scaling_family.flow_trend`), claim 2's seed run
-(:func:`patchassoc.simulations.studies.common.seed_rule.run_seed`). A cell belongs to the variant
+(:func:`patchassoc.simulations.studies.common.seed_rule.run_seed`) and claim 2's flow of a seed
+(:func:`patchassoc.simulations.studies.claim2_flow.run_flow_seed`, the diagonal as the variant
+says: the row "diagonal: trained" trains it). A cell belongs to the variant
 that changes its run: where a sign variant leaves a flow's start as it is (the seed's alpha0
 already has that sign), or picks a seed the reference also trains, the cell is the
 reference's, computed once (:func:`cells_of`). Cells are stored as they finish
@@ -37,14 +39,19 @@ from patchassoc.simulations.engines.population.exact import evaluate
 from patchassoc.simulations.engines.population.flow import (FLOW_VERSION, flow_reading,
                                                           population_flow)
 from patchassoc.simulations.engines.population.trajectory import initial_point
+from patchassoc.simulations.engines.sampled_flow import SAMPLED_FLOW_VERSION
 from patchassoc.simulations.runtime.cells import fingerprint, run_cells
+from patchassoc.simulations.studies import claim2_flow
 from patchassoc.simulations.studies.common import horizon_rule, scaling_family, seed_rule
 from patchassoc.simulations.studies.robustness.variants import (
     FAMILY_KS, MODES, N_SEEDS, REFERENCE, REFERENCE_POINT, Variant, by_tag, signed_seeds,
     subgrid)
 
 __all__ = ["RobustnessCell", "RobustnessTask", "PROTOCOL", "flow_cell", "family_cell",
-           "seed_cell", "compute_cell", "cells_of", "run_study"]
+           "seed_cell", "flow_seed_cell", "compute_cell", "cells_of", "run_study", "CLAIMS"]
+
+#: The claims the study reads, and the kinds of cell each needs (``--claims``).
+CLAIMS = {"1": ("points",), "2": ("seeds", "flows"), "7": ("family",)}
 
 #: Version of the cell computations: a stored cell of another version is recomputed.
 PROTOCOL = "robustness-1"
@@ -53,8 +60,9 @@ PROTOCOL = "robustness-1"
 @dataclass(frozen=True, order=True)
 class RobustnessCell:
     """One run: ``kind`` ``"point"`` (claim 1's flow at (L, C, d)), ``"family"`` (claim 7's flow
-    at d) or ``"seed"`` (claim 2's sampled run); ``variant`` the tag of the variant whose run it
-    is. ``upstream`` = 0 (the backends' task index)."""
+    at d), ``"seed"`` (claim 2's sampled GD to H) or ``"flow"`` (claim 2's empirical-risk flow
+    to T); ``variant`` the tag of the variant whose run it is. ``upstream`` = 0 (the backends'
+    task index)."""
 
     kind: str
     variant: str
@@ -66,8 +74,8 @@ class RobustnessCell:
 
     @property
     def key(self) -> str:
-        if self.kind == "seed":
-            return f"seed-{self.variant}-s{self.seed:03d}"
+        if self.kind in ("seed", "flow"):
+            return f"{self.kind}-{self.variant}-s{self.seed:03d}"
         return f"{self.kind}-{self.variant}-L{self.L:02d}-C{self.C:02d}-d{self.d:05d}"
 
 
@@ -180,6 +188,23 @@ def seed_cell(cfg: Config, seed: int, folder: str | Path, horizon: int) -> dict:
     return rec
 
 
+def flow_seed_cell(cfg: Config, seed: int, folder: str | Path, t_max: float = T_MAX) -> dict:
+    """Claim 2 at one seed at the flow's horizon: claim 2's flow of a seed
+    (:func:`~patchassoc.simulations.studies.claim2_flow.run_flow_seed`) on ``cfg`` (the variant
+    applied; its diagonal kept, so that the row "diagonal: trained" trains it) to ``t_max``, with
+    the seed's alpha0 and alpha at the horizon."""
+    # FlowSeedTask.make fixes the diagonal; the diagonal variant trains it, so the task is built
+    # here (as seed_cell builds its SeedTask)
+    cfg = cfg.replace(param="logits")
+    task = claim2_flow.FlowSeedTask(cfg.to_json(), str(folder), float(t_max))
+    rec = claim2_flow.run_flow_seed(task, claim2_flow.FlowSeedCell(int(seed)))
+    rec["alpha0"] = initial_point(cfg, int(seed))[0]
+    rec["alpha"] = (rec.get("horizon") or {}).get("alpha")
+    rec["diagonal"] = cfg.diagonal
+    rec["flow_version"] = SAMPLED_FLOW_VERSION
+    return rec
+
+
 def compute_cell(task: RobustnessTask, cell: RobustnessCell) -> dict:
     """One cell's JSON-ready record, with the variant's definition, its fingerprint and cost."""
     t0, c0 = time.perf_counter(), time.process_time()
@@ -194,6 +219,9 @@ def compute_cell(task: RobustnessTask, cell: RobustnessCell) -> dict:
     elif cell.kind == "seed":
         folder = Path(task.folder) / "runs" / variant.tag
         rec = seed_cell(variant.config(task.sample_config), cell.seed, folder, task.horizon)
+    elif cell.kind == "flow":
+        folder = Path(task.folder) / "flows" / variant.tag
+        rec = flow_seed_cell(variant.config(task.sample_config), cell.seed, folder, task.t_max)
     else:
         raise ValueError(f"unknown cell kind {cell.kind!r}")
     rec.update(kind=cell.kind, key=cell.key, variant=asdict(variant),
@@ -203,16 +231,29 @@ def compute_cell(task: RobustnessTask, cell: RobustnessCell) -> dict:
 
 
 def _matches(rec: dict, cell: RobustnessCell) -> bool:
-    # the variant's definition is part of the record: a changed definition is recomputed
+    # the variant's definition is part of the record: a changed definition is recomputed; so is
+    # a flow of another version of the empirical-risk flow
     return (rec.get("key") == cell.key and rec.get("kind") == cell.kind
-            and rec.get("variant") == asdict(by_tag(cell.variant)))
+            and rec.get("variant") == asdict(by_tag(cell.variant))
+            and (cell.kind != "flow" or rec.get("flow_version") == SAMPLED_FLOW_VERSION))
 
 
-def cells_of(variant: Variant, task: RobustnessTask, mode: str = "full") -> dict:
-    """The cells a variant reads: ``points`` (claim 1), ``family`` (claim 7), ``seeds`` (claim 2),
-    each the reference's where the variant does not change that run (module notes)."""
+def cells_of(variant: Variant, task: RobustnessTask, mode: str = "full",
+             claims=tuple(CLAIMS)) -> dict:
+    """The cells a variant reads: ``points`` (claim 1), ``family`` (claim 7), ``seeds`` and
+    ``flows`` (claim 2: GD to H and the flow to T, the same seeds), each the reference's where
+    the variant does not change that run (module notes); only those of ``claims``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    bad = [c for c in claims if c not in CLAIMS]
+    if bad or not claims:
+        raise ValueError(f"claims must be some of {', '.join(CLAIMS)}, got {list(claims)!r}")
+    out = _all_cells(variant, task, mode)
+    keep = {k for c in claims for k in CLAIMS[c]}
+    return {k: (cells if k in keep else []) for k, cells in out.items()}
+
+
+def _all_cells(variant: Variant, task: RobustnessTask, mode: str) -> dict:
 
     def owner(cfg: Config) -> str:
         # a sign variant whose sign the seed's start already has runs the reference's flow
@@ -225,7 +266,7 @@ def cells_of(variant: Variant, task: RobustnessTask, mode: str = "full") -> dict
     else:
         points = [(*REFERENCE_POINT[:2], d) for d in MODES[mode]]
     out = {"points": [RobustnessCell("point", owner(preset(task.base, L=L, C=C, d=d)), L, C, d)
-                      for L, C, d in points], "family": [], "seeds": []}
+                      for L, C, d in points], "family": [], "seeds": [], "flows": []}
     if mode != "full":
         return out
     fam = scaling_family.Family()
@@ -234,8 +275,9 @@ def cells_of(variant: Variant, task: RobustnessTask, mode: str = "full") -> dict
                                             d=d))
     cfg = task.sample_config
     tag = REFERENCE.tag if variant.sign else variant.tag
-    out["seeds"] = [RobustnessCell("seed", tag, seed=s)
-                    for s in signed_seeds(cfg, variant.sign, N_SEEDS, first=task.seed)]
+    seeds = signed_seeds(cfg, variant.sign, N_SEEDS, first=task.seed)
+    out["seeds"] = [RobustnessCell("seed", tag, seed=s) for s in seeds]
+    out["flows"] = [RobustnessCell("flow", tag, seed=s) for s in seeds]
     return out
 
 
@@ -244,7 +286,7 @@ def run_study(task: RobustnessTask, cells: Sequence[RobustnessCell], folder: str
               compute: Callable[[RobustnessTask, RobustnessCell], dict] = compute_cell) -> dict:
     """Compute the missing cells (stored as each finishes; the dearest first) and return
     :func:`~patchassoc.simulations.runtime.cells.run_cells`' result."""
-    order = {"family": 0, "seed": 1, "point": 2}
+    order = {"family": 0, "flow": 1, "seed": 2, "point": 3}
     todo = sorted(dict.fromkeys(cells), key=lambda c: (order[c.kind], -c.d, -c.L * c.C, c.key))
     return run_cells(task, todo, folder, compute, _matches, jobs=jobs, dask=dask,
                      progress=progress, desc="robustness")

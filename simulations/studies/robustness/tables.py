@@ -3,7 +3,8 @@
 
 Per variant (:func:`variant_reading`): claim 1 by claim 1's summary and cause on the sub-grid
 (:func:`claim1_reading`), claim 7 by claim 7's local-exponent rule and controls
-(:func:`claim7_reading`), claim 2 as a reading of 5 seeds (:func:`claim2_reading`). The table
+(:func:`claim7_reading`), claim 2 as a reading of 5 seeds at the empirical-risk flow's horizon
+(:func:`claim2_flow_reading`) and by GD at H beside it (:func:`claim2_reading`). The table
 (:func:`table`) puts the verdict and the key number of each in a cell; :func:`headline` builds the
 reading from the numbers ("hold for every variant", or "fail for ..., where ...").
 
@@ -24,15 +25,16 @@ from patchassoc.simulations.engines.population.flow import reached_horizon
 from patchassoc.simulations.studies.robustness.variants import (
     CLAIM3_NOTE, FAMILY_KS, REFERENCE, REFERENCE_POINT, STALL_ALPHA, SUBGRID_MAX_D, Variant,
     same_limit)
+from patchassoc.simulations.studies import claim2_flow
 from patchassoc.simulations.studies.common import horizon_rule, scaling_family, seed_rule
 from patchassoc.simulations.studies.verdicts import CAUSES
 
-__all__ = ["claim1_reading", "claim7_reading", "claim2_reading", "variant_reading", "table",
-           "headline", "COLUMNS"]
+__all__ = ["claim1_reading", "claim7_reading", "claim2_reading", "claim2_flow_reading",
+           "variant_reading", "table", "headline", "COLUMNS"]
 
 #: The table's columns (claim 3 is a line under it: unchanged by construction).
-COLUMNS = ("claim 1: sub-grid at the horizon", "claim 2: 5 seeds at H (a reading)",
-           "claim 7: k = 4..7 at the horizon")
+COLUMNS = ("claim 1: sub-grid at the horizon", "claim 2: 5 seeds, flow to T = 1e15 (a reading)",
+           "claim 2: 5 seeds, GD at H (a reading)", "claim 7: k = 4..7 at the horizon")
 
 
 def _median(xs) -> float | None:
@@ -216,25 +218,53 @@ def claim2_reading(recs: Sequence[dict]) -> dict:
             "times": s["times"], "failed_seeds": s["failed_seeds"],
             "share_min": s["share_min"], "test_error": s["test_error"],
             "topc_rows": s["topc_rows"], "horizon": s["horizon"],
-            "alpha0": [r.get("alpha0") for r in recs],
+            **_starts(recs, cause, s["cpu_seconds"])}
+
+
+def _starts(recs: Sequence[dict], cause, cpu_seconds: float) -> dict:
+    """What both claim-2 readings report of their seeds' starts and ends: alpha0 and alpha at
+    the horizon, the negative starts, the stalled ones (:func:`_stalled`), the cause, the cost."""
+    return {"alpha0": [r.get("alpha0") for r in recs],
             "alpha": [r.get("alpha") for r in recs],
             "starts_negative": sum(1 for r in recs if (r.get("alpha0") or 0.0) < 0),
             "stalled": sum(1 for r in recs if _stalled(r.get("alpha"))),
-            "cause": None if cause is None else _cause(*cause),
-            "cpu_seconds": s["cpu_seconds"]}
+            "cause": None if cause is None else _cause(*cause), "cpu_seconds": cpu_seconds}
+
+
+def claim2_flow_reading(recs: Sequence[dict]) -> dict:
+    """Claim 2 for one variant at the empirical-risk flow's horizon, from its flow records
+    (:func:`~.runs.flow_seed_cell`): a reading, never a verdict (5 seeds cannot meet the Wilson
+    rule): the pass count at T by claim 2's seed rule, the Wilson interval, each seed's time to
+    the rule, limit class and slope of min u, the failing seeds' cause by claim 2's rule at the
+    flow's horizon, the starts' signs and the flows stalled at T (:func:`_stalled`)."""
+    recs = sorted(recs, key=lambda r: r["seed"])
+    if not recs:
+        return {"status": "not run"}
+    s = claim2_flow.flows_summary(recs, declared=False)
+    cause = claim2_flow.cause_of(s, [])
+    return {"status": "reading", "n_seeds": s["n_seeds"], "n_passed": s["n_passed"],
+            "seeds": [r["seed"] for r in recs], "wilson": s["wilson"],
+            "horizon": s["horizon"], "failed_seeds": s["failed_seeds"],
+            "not_reached": s["not_reached"], "classes": s["classes"],
+            "per_seed": s["seeds"],
+            "times": [x["time_to_rule"] for x in s["seeds"]],
+            "diagonal": sorted({r.get("diagonal", "fixed") for r in recs}),
+            **_starts(recs, cause, s["cpu_seconds"])}
 
 
 # -- the table -----------------------------------------------------------------------------------
 def variant_reading(variant: Variant, points: Sequence[dict], family: Sequence[dict],
                     seeds: Sequence[dict], ref_points: Sequence[dict] = (),
-                    preview: bool = False) -> dict:
-    """Everything the table says of one variant: its definition and its three readings."""
+                    preview: bool = False, flows: Sequence[dict] = ()) -> dict:
+    """Everything the table says of one variant: its definition and its readings (claim 1,
+    claim 2 at the flow's horizon ``claim2_flow`` and by GD at H ``claim2``, claim 7)."""
     c7 = claim7_reading(family)
     if preview and c7.get("status") in ("pass", "fail"):
         c7 = dict(c7, status="preview", passed=False)
     return {"name": variant.name, "tag": variant.tag, "group": variant.group,
             "control": variant.control, "changes": variant.changes(),
             "claim1": claim1_reading(points, ref_points, preview=preview),
+            "claim2_flow": claim2_flow_reading(flows),
             "claim2": claim2_reading(seeds), "claim7": c7}
 
 
@@ -263,6 +293,18 @@ def _cell2(c: dict) -> tuple[str, str]:
     return f"{c['n_passed']}/{c['n_seeds']}", key
 
 
+def _cell2_flow(c: dict) -> tuple[str, str]:
+    if c.get("status") == "not run":
+        return "not run", ""
+    times = [t for t in c.get("times") or [] if t is not None]
+    key = (f"from t = {_tsec(min(times))} to {_tsec(max(times))}" if times else "none passes")
+    classes = c.get("classes") or {}
+    key += "; " + ", ".join(f"{v} {k}" for k, v in sorted(classes.items()))
+    if c.get("failed_seeds") and c.get("cause"):
+        key += f"; failing seeds ({c['cause']['code']})"
+    return f"{c['n_passed']}/{c['n_seeds']}", key
+
+
 def _cell7(c: dict) -> tuple[str, str]:
     if c.get("status") == "not run":
         return "not run", ""
@@ -283,16 +325,17 @@ def _control_ok(row: dict) -> bool | None:
 
 
 def table(rows: Sequence[dict]) -> dict:
-    """The table: rows = variants, columns = claims 1, 2, 7 (:data:`COLUMNS`), each cell the
-    verdict and its key number; the control's cells say whether it failed as it must; notes:
-    claim 3, the control, claim 2's reading."""
+    """The table: rows = variants, columns = claim 1, claim 2 at the flow's horizon, claim 2 by
+    GD at H, claim 7 (:data:`COLUMNS`), each cell the verdict and its key number; the control's
+    cells say whether it failed as it must; notes: claim 3, the control, claim 2's readings."""
     out = []
     for r in rows:
-        cells = [dict(zip(("verdict", "key"), f(r[k])))
-                 for f, k in ((_cell1, "claim1"), (_cell2, "claim2"), (_cell7, "claim7"))]
+        cells = [dict(zip(("verdict", "key"), f(r.get(k) or {"status": "not run"})))
+                 for f, k in ((_cell1, "claim1"), (_cell2_flow, "claim2_flow"),
+                              (_cell2, "claim2"), (_cell7, "claim7"))]
         if r["control"]:
             ok = _control_ok(r)
-            for c, k in ((cells[0], "claim1"), (cells[2], "claim7")):
+            for c, k in ((cells[0], "claim1"), (cells[3], "claim7")):
                 if r[k].get("status") not in (None, "not run"):
                     c["verdict"] = ("control: fails, as it must" if ok
                                     else f"CONTROL WRONG ({c['verdict']})")
@@ -304,7 +347,9 @@ def table(rows: Sequence[dict]) -> dict:
                       "kappa = 0 starts at uniform attention, a fixed point (Lemma L10): a "
                       "control, whose flows must stay uniform and fail claims 1 and 7.",
                       "Claim 2 with 5 seeds is a reading, never a verdict (5/5 gives a Wilson "
-                      "lower end of 0.566 < 0.7)."]}
+                      "lower end of 0.566 < 0.7); it is read at the empirical-risk flow's "
+                      "horizon T = 1e15, as claim 2 is decided, with GD at H = 3,000 steps "
+                      "beside it."]}
 
 
 def _names(rows) -> str:
@@ -343,8 +388,28 @@ def _limit_text(rows, lead: str, what: str, ref_max: float | None = None) -> str
                f"; elsewhere the limit moves: {what} the limit too."))
 
 
-def headline(rows: Sequence[dict], preview: bool = False) -> str:
-    """The reading of the table, every sentence decided by its numbers (SPEC 6, robustness)."""
+def _claim2_text(main: Sequence[dict], ref: dict | None, ctl: Sequence[dict], key: str,
+                 lead: str, where: str) -> str:
+    """The sentence of one claim-2 column: the reference's pass count, the range over the
+    variants, each row that differs from the reference, the control's."""
+    c2 = [r for r in main if (r.get(key) or {}).get("status") == "reading"]
+    if not c2 or ref is None or (ref.get(key) or {}).get("status") != "reading":
+        return ""
+    counts = [r[key]["n_passed"] for r in c2]
+    text = (f"{lead}: {ref[key]['n_passed']}/5 pass {where} for the reference, from "
+            f"{min(counts)}/5 to {max(counts)}/5 over the variants"
+            + "".join(f"; {r['name']} {r[key]['n_passed']}/5" for r in c2
+                      if r is not ref and r[key]["n_passed"] != ref[key]["n_passed"]))
+    for r in ctl:
+        if (r.get(key) or {}).get("status") == "reading":
+            text += f"; the control {r[key]['n_passed']}/5"
+    return text + "."
+
+
+def headline(rows: Sequence[dict], preview: bool = False, claims: Sequence[str] | None = None
+             ) -> str:
+    """The reading of the table, every sentence decided by its numbers (SPEC 6, robustness).
+    ``claims``: the claims whose cells ran (default all); the others are said not run."""
     rows = list(rows)
     main = [r for r in rows if not r["control"]]
     ref = next((r for r in rows if r["tag"] == REFERENCE.tag), None)
@@ -360,6 +425,9 @@ def headline(rows: Sequence[dict], preview: bool = False) -> str:
     else:
         for claim in ("1", "7"):
             key = f"claim{claim}"
+            if claims is not None and claim not in claims:
+                parts.append(f"Claim {claim}: not run here (claims {', '.join(claims)} only).")
+                continue
             fails = [r for r in main if r[key].get("status") == "fail"]
             open_ = [r for r in main if r[key].get("status") not in ("pass", "fail")]
             if not fails and not open_:
@@ -389,15 +457,13 @@ def headline(rows: Sequence[dict], preview: bool = False) -> str:
                 f"does NOT behave as it must (largest move of a, b, c: {move:g}; claim 1 "
                 f"{r['claim1'].get('status')}, claim 7 {r['claim7'].get('status')}): the table "
                 f"is not to be trusted."))
-    c2 = [r for r in main if r["claim2"].get("status") == "reading"]
-    if c2 and ref is not None and ref["claim2"].get("status") == "reading":
-        counts = [r["claim2"]["n_passed"] for r in c2]
-        parts.append(f"Claim 2 (5 seeds a row, a reading, never a verdict): "
-                     f"{ref['claim2']['n_passed']}/5 pass at H for the reference, from "
-                     f"{min(counts)}/5 to {max(counts)}/5 over the variants"
-                     + "".join(f"; {r['name']} {r['claim2']['n_passed']}/5" for r in c2
-                               if r is not ref and r["claim2"]["n_passed"]
-                               != ref["claim2"]["n_passed"]) + ".")
+    for key, lead, where in (
+            ("claim2_flow", "Claim 2 at the empirical-risk flow's horizon, as claim 2 is decided "
+                            "(5 seeds a row, a reading, never a verdict)", "at T = 1e15"),
+            ("claim2", "Claim 2 by GD within a budget (the same seeds, beside it)", "at H")):
+        text = _claim2_text(main, ref, ctl, key, lead, where)
+        if text:
+            parts.append(text)
     ref_max = (ref["claim1"].get("time_to_error") or {}).get("max") if ref else None
     for groups, lead, what in ((("step sizes",), "Step-size ratio", "the ratio changes"),
                                (("start", "diagonal"), "Start and diagonal",
@@ -406,13 +472,14 @@ def headline(rows: Sequence[dict], preview: bool = False) -> str:
         text = _limit_text([r for r in main if r["group"] in groups], lead, what, ref_max)
         if text:
             parts.append(text)
-    stalled = [r for r in rows if any((r[k].get("stalled") or 0) for k in
-                                      ("claim1", "claim2", "claim7"))]
+    stalled = [r for r in rows if any(((r.get(k) or {}).get("stalled") or 0) for k in
+                                      ("claim1", "claim2", "claim2_flow", "claim7"))]
     for r in stalled:
         bits = []
         for k, what, n in (("claim1", "points", "n_points"), ("claim7", "family flows", None),
+                           ("claim2_flow", "claim-2 flows to T", "n_seeds"),
                            ("claim2", "seeds", "n_seeds")):
-            c = r[k]
+            c = r.get(k) or {}
             if c.get("status") in (None, "not run"):
                 continue
             total = c.get(n) if n else len(c.get("ds") or [])
