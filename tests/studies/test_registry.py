@@ -264,7 +264,8 @@ def test_every_study_that_declares_figures_has_a_drawer_and_back():
     """The Study records' figure stems and the figure catalog name the same studies."""
     from patchassoc.figures.catalog import DRAWERS
     declared = {s.name for s in registry.STUDIES if s.figures}
-    # and one drawer of a command that is no reproduction step: ``train --flow``
-    assert declared == set(DRAWERS) - {"train_flow"}
+    # and the drawers of commands that are no reproduction step: ``train --flow`` and issue 49's
+    # studies of the empirical-risk flow (hours of CPU: run on their own, SPEC section 6)
+    assert declared == set(DRAWERS) - {"train_flow", "flow_limit", "flow_distance"}
     names = [s.name for s in registry.STUDIES]
     assert len(names) == len(set(names)) and names[-1] == "check"

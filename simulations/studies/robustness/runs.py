@@ -188,7 +188,7 @@ def seed_cell(cfg: Config, seed: int, folder: str | Path, horizon: int) -> dict:
     return rec
 
 
-def flow_seed_cell(cfg: Config, seed: int, folder: str | Path, t_max: float = T_MAX) -> dict:
+def flow_seed_cell(cfg: Config, seed: int, folder: str | Path, t_max: float) -> dict:
     """Claim 2 at one seed at the flow's horizon: claim 2's flow of a seed
     (:func:`~patchassoc.simulations.studies.claim2_flow.run_flow_seed`) on ``cfg`` (the variant
     applied; its diagonal kept, so that the row "diagonal: trained" trains it) to ``t_max``, with
