@@ -56,9 +56,16 @@ def _convergence_text(conv: dict | None) -> tuple[str, dict]:
     res = conv.get("residual") or {}
     rslope = (res.get("slope") or {}).get("slope") if isinstance(res.get("slope"), dict) \
         else res.get("slope")
+    # why the declared reading is not -1/2 (issue 49's distance study, `patchassoc flow-distance`):
+    # it takes each run's largest distance over the steps, reached after the attention moves,
+    # where the non-invariant part of Q stops shrinking with N; before that every part falls like
+    # N^(-1/2)
     text = (f"distance to population: slope {fmt(conv['slope'])} (95 % bootstrap CI "
-            f"[{fmt(ci[0])}, {fmt(ci[1])}], expected near -0.5)"
-            + (f"; non-invariant residual slope {fmt(rslope)}" if rslope is not None else ""))
+            f"[{fmt(ci[0])}, {fmt(ci[1])}]) for the largest distance over the steps, reached "
+            "after the attention moves, where the non-invariant part of Q stops shrinking with N"
+            + (f" (its slope {fmt(rslope)})" if rslope is not None else "")
+            + "; before the attention moves every part falls like N^(-1/2) (`patchassoc "
+            "flow-distance` reads each step)")
     return text, {"slope": conv.get("slope"), "slope_ci": ci, "residual_slope": rslope,
                   "Ns": conv.get("Ns")}
 

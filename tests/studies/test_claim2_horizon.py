@@ -226,3 +226,15 @@ def test_the_horizon_figure_draws_the_summary_it_is_given():
     assert styles == [("-", COLORS["blue"]), ("--", COLORS["vermillion"])]
     assert sorted(a.get_text() for a in ax_share.texts) == ["0", "1"]
     plt.close(ax_rate.figure)
+
+
+def test_the_distance_reading_says_why_it_is_not_minus_one_half():
+    """Issue 49: the declared slope (-0.12) was printed 'expected near -0.5' with no reason."""
+    from patchassoc.simulations.studies.claim2_seeds import _convergence_text
+    text, vals = _convergence_text({"slope": -0.122, "slope_ci": [-0.178, -0.062],
+                                    "residual": {"slope": {"slope": -0.079}}, "Ns": [250, 2000]})
+    assert "expected near" not in text
+    assert "slope -0.122 (95 % bootstrap CI [-0.178, -0.062])" in text
+    assert "non-invariant part of Q stops shrinking with N (its slope -0.079)" in text
+    assert vals["residual_slope"] == -0.079
+    assert _convergence_text(None)[0] == "distance to population: not run"
