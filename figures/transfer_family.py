@@ -107,7 +107,7 @@ def plot_law(family: dict, axes=None):
         ax.set_ylabel(rf"$N_\varepsilon$ ($\varepsilon$ = {100 * eps:g} %)")
         ax.set_title(rf"$N_\varepsilon$ against d at $\varepsilon$ = {100 * eps:g} % "
                      r"(open $\triangle$: censored at $N_{max}$)", fontsize=8.5)
-        ax.legend(fontsize=5.5, loc="upper left")
+        ax.legend(fontsize=5.5, loc="lower right", frameon=True, framealpha=0.9, edgecolor="none")
     ax = axes[-1]
     for j, eps in enumerate(LAW_EPS):
         rec = family["ratio_law"][f"{eps:g}"]
