@@ -83,12 +83,13 @@ def claim5(summary: dict) -> dict:
         what = ("at the limit (the empirical-risk flow's attention at T)"
                 if summary.get("protocol", "budget") == "limit" else
                 "the first declaration (the 600-step upstream)")
-        detail = (f"{what}, ratio [95 % CI] by eps: "
-                  + "; ".join(_eps_text(x) for x in per_eps) + "; "
+        # the outcome first: the README's row shows the first clause of this line
+        detail = (f"{what}: "
                   + (f"rule fails at eps = {', '.join(f'{100 * e:g} %' for e in failing)}"
                      if failing else "rule holds at every eps")
-                  + f"; {summary.get('n_upstream')} upstream x {summary.get('n_downstream')} "
-                    f"downstream seeds")
+                  + f" ({summary.get('n_upstream')} upstream x {summary.get('n_downstream')} "
+                    f"downstream seeds); ratio [95 % CI] by eps: "
+                  + "; ".join(_eps_text(x) for x in per_eps))
         out_of_reach = [x["eps"] for x in per_eps if x.get("bound_passes") is False]
         if any("bound_ratio" in x for x in per_eps):
             detail += ("; the bound (ideal attention B / C, same protocol): "

@@ -118,10 +118,12 @@ def claim7(summary: dict) -> dict:
                if (r.get("gd") or {}).get("reached") else None) for r in rows]
     limits = [(r.get("flow") or {}).get("limit") for r in rows]
     horizon = num(summary.get("t_max"), ".0e")
-    detail = (f"flow at the horizon t = {horizon} over d = {a.get('gd_ds')}: certified error "
-              f"[{', '.join(_ratio(x) for x in ratios)}] x Bayes, local exponents "
-              f"{_exps(flow)} (rise {num(flow.get('rise'), '.2f')}, needs increasing and >= "
-              f"{summary.get('min_rise')}); limit classes {', '.join(map(str, limits))}; "
+    # the outcome first: the README's row shows the first clause of this line
+    detail = (f"local exponents {_exps(flow)} (rise {num(flow.get('rise'), '.2f')}, needs "
+              f"increasing and >= {summary.get('min_rise')}) of the flow at the horizon t = "
+              f"{horizon} over d = {a.get('gd_ds')}; certified error "
+              f"[{', '.join(_ratio(x) for x in ratios)}] x Bayes; limit classes "
+              f"{', '.join(map(str, limits))}; "
               + (f"beside it, GD within "
                  f"ceil({summary.get('steps_per_log', STEPS_PER_LOG):g} ln d) steps: "
                  f"[{', '.join(_ratio(x) for x in budget)}] x Bayes, exponents {_exps(gd)}"
