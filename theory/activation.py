@@ -47,7 +47,7 @@ import functools
 import math
 
 __all__ = ["act", "act_prime", "act_second", "act_pair", "act_pair_chain", "act_symbolic",
-           "power", "power_chain",
+           "power", "power_chain", "leading_term",
            "check_parameters", "check_range", "largest_argument", "largest_argument_cached",
            "FAMILY", "JITABLE",
            "HEADROOM", "P_MAX"]
@@ -202,6 +202,13 @@ def _slope(tpm1, p, nu):
 def _pair(t, m, p, nu):
     """(act(t), act'(t)) from m = t^(p-1) (t^p = m t)."""
     return _value(t, m * t, nu), _slope(m, p, nu)
+
+
+def leading_term(t, p: int):
+    """The activation's dominant degree-p part, t^p, elementwise (``t ** p``): what act(t) =
+    t^p + nu t is for large |t|, and the p-homogeneous model the implicit-bias theory of
+    homogeneous networks speaks of (:mod:`patchassoc.simulations.studies.implicit_bias`)."""
+    return t ** p
 
 
 def power(t, e):

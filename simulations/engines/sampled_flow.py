@@ -210,6 +210,29 @@ def _check_options(t_max, per_decade, method, jacobian, rates) -> float:
     return t_max
 
 
+def _check_problem(train_data, test_data, v0, Q0, w_star, structure, p, nu):
+    """The samples, the start, w* and the activation of :func:`sampled_flow`, checked and
+    coerced: ``(X, y, test_X, test_y, v0, Q0, w_star, p, nu)`` (the test arrays None without a
+    test sample)."""
+    X, y = kernels.check_data(train_data.X, train_data.y)
+    test_X = test_y = None
+    if test_data is not None:
+        test_X, test_y = kernels.check_data(test_data.X, test_data.y)
+    N, D, d = X.shape
+    v0 = np.ascontiguousarray(v0, dtype=np.float64)
+    Q0 = np.ascontiguousarray(Q0, dtype=np.float64)
+    w_star = np.ascontiguousarray(w_star, dtype=np.float64)
+    if v0.shape != (d,) or w_star.shape != (d,) or Q0.shape != (D, D):
+        raise ValueError(f"v0 and w_star must be ({d},) and Q0 ({D}, {D})")
+    if not (np.all(np.isfinite(v0)) and np.all(np.isfinite(Q0))):
+        raise ValueError("the start (v0, Q0) must be finite")
+    if structure.D != D:
+        raise ValueError(f"the structure has D = {structure.D}, the sample D = {D}")
+    p, nu = kernels._check_model_args(X, y, v0, kernels.softmax_rows(Q0), p, nu,
+                                      data_checked=True)[4:]
+    return X, y, test_X, test_y, v0, Q0, w_star, p, nu
+
+
 def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float, eta_Q: float,
                  w_star, structure: Structure, test_data: Sample | None = None,
                  t_max: float = T_MAX, per_decade: int = PER_DECADE, rtol: float = RTOL,
@@ -257,21 +280,9 @@ def sampled_flow(train_data: Sample, v0, Q0, *, p: int, nu: float, eta_v: float,
     """
     t_max = _check_options(t_max, per_decade, method, jacobian,
                            {"eta_v": eta_v, "eta_Q": eta_Q, "rtol": rtol, "atol": atol})
-    X, y = kernels.check_data(train_data.X, train_data.y)
-    if test_data is not None:
-        test_X, test_y = kernels.check_data(test_data.X, test_data.y)
+    X, y, test_X, test_y, v0, Q0, w_star, p, nu = _check_problem(
+        train_data, test_data, v0, Q0, w_star, structure, p, nu)
     N, D, d = X.shape
-    v0 = np.ascontiguousarray(v0, dtype=np.float64)
-    Q0 = np.ascontiguousarray(Q0, dtype=np.float64)
-    w_star = np.ascontiguousarray(w_star, dtype=np.float64)
-    if v0.shape != (d,) or w_star.shape != (d,) or Q0.shape != (D, D):
-        raise ValueError(f"v0 and w_star must be ({d},) and Q0 ({D}, {D})")
-    if not (np.all(np.isfinite(v0)) and np.all(np.isfinite(Q0))):
-        raise ValueError("the start (v0, Q0) must be finite")
-    if structure.D != D:
-        raise ValueError(f"the structure has D = {structure.D}, the sample D = {D}")
-    p, nu = kernels._check_model_args(X, y, v0, kernels.softmax_rows(Q0), p, nu,
-                                      data_checked=True)[4:]
     free = free_entries(D, diagonal)          # the entries of Q in theta
     m = np.concatenate([np.full(d, float(eta_v)), np.full(int(free.sum()), float(eta_Q))])
     state = {"evaluations": 0, "jacobians": 0, "jacobian_seconds": 0.0}

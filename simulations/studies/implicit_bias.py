@@ -28,6 +28,8 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
+from patchassoc.theory.activation import leading_term
+
 __all__ = ["attended_patches", "normalized_margins", "max_margin_direction", "SUPPORT_RTOL"]
 
 #: A sample is a support vector when its margin is within this (relative) of the smallest.
@@ -47,7 +49,7 @@ def normalized_margins(W: np.ndarray, y: np.ndarray, v: np.ndarray, p: int) -> n
     """y_n f_p(X_n; v / ||v||) for every sample."""
     u = np.asarray(v, dtype=np.float64)
     u = u / np.linalg.norm(u)
-    return np.asarray(y, dtype=np.float64) * ((W @ u) ** p).sum(axis=1)
+    return np.asarray(y, dtype=np.float64) * leading_term(W @ u, p).sum(axis=1)
 
 
 def max_margin_direction(W: np.ndarray, y: np.ndarray, p: int, v_start: np.ndarray, *,
@@ -86,12 +88,12 @@ def max_margin_direction(W: np.ndarray, y: np.ndarray, p: int, v_start: np.ndarr
     scale = abs(g0) if g0 != 0 else 1.0
 
     def margins(x):
-        return y * ((W @ x[:d]) ** p).sum(axis=1) / scale - x[d]
+        return y * leading_term(W @ x[:d], p).sum(axis=1) / scale - x[d]
 
     def margins_jac(x):
         Z = W @ x[:d]                                           # (N, D)
         J = np.empty((W.shape[0], d + 1))
-        J[:, :d] = (y[:, None] * p / scale) * np.einsum("ni,nik->nk", Z ** (p - 1), W)
+        J[:, :d] = (y[:, None] * p / scale) * np.einsum("ni,nik->nk", leading_term(Z, p - 1), W)
         J[:, d] = -1.0
         return J
 
