@@ -42,6 +42,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -196,7 +197,6 @@ def tree_executable(rev: str, cache: Path | None = None) -> str:
     exe = root / ".venv" / "bin" / "patchassoc"
     if exe.exists():
         return str(exe)
-    import shutil
     if root.exists():                    # a build that did not finish
         shutil.rmtree(root)
     root.mkdir(parents=True)
@@ -232,7 +232,13 @@ def side(spec: str) -> Side:
     if path.suffix == ".json" and path.is_file():
         obj = json.loads(path.read_text())
         return Side(path.name, runs=guard.runs_of(obj), stored=obj)
-    return Side(spec, exe=spec)
+    # bench runs from the temporary folder: a relative path is made absolute here, a bare name
+    # is looked up on PATH, and a path that is not an executable is refused in one line
+    found = shutil.which(spec) if os.sep not in spec else (
+        str(path.resolve()) if path.is_file() and os.access(path, os.X_OK) else None)
+    if found is None:
+        raise ValueError(f"{spec}: not a patchassoc executable, git:REV or stored JSON")
+    return Side(spec, exe=found)
 
 
 def _machine_note(sides: list[Side]) -> str | None:

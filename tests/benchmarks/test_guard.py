@@ -228,3 +228,21 @@ def test_compare_bench_tells_timings_from_results():
     old["exact_paper"][1]["bound"] = 1.5991958593643133e-09
     assert [p for p, *_ in compare([old], [new])["results"]] == [
         "exact_paper[L=8,C=8,D=64,tol=1e-08].bound"]
+
+
+def test_a_side_is_an_absolute_executable_or_one_clear_error(tmp_path, monkeypatch):
+    """bench runs from the temporary folder: a relative executable given by hand
+    (``.venv/bin/patchassoc``) ran the old tree, then failed with a traceback on the new one."""
+    from patchassoc.benchmarks import compare_bench
+    exe = tmp_path / "bin" / "patchassoc"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    assert compare_bench.side("bin/patchassoc").exe == str(exe)
+    for bad in ("bin/nothere", "no-such-command-here"):
+        with pytest.raises(ValueError, match="not a patchassoc executable"):
+            compare_bench.side(bad)
+    (tmp_path / "plain").write_text("")
+    with pytest.raises(ValueError, match="not a patchassoc executable"):
+        compare_bench.side("./plain")
