@@ -78,6 +78,7 @@ C5A = "simulations/studies/claim5_transfer/analysis.py"
 C5T = "simulations/studies/claim5_transfer/tasks.py"
 C5F = "simulations/studies/claim5_transfer/fine_tuning.py"
 DESC = "simulations/engines/sampled_descent.py"
+FROZEN = "simulations/engines/frozen_descent.py"
 SYM = "theory/lemmas/symmetry.py"
 T_C5 = "tests/studies/test_claim5_transfer.py"
 T_C5R = "tests/studies/test_claim5_rule.py"
@@ -384,6 +385,11 @@ MUTANTS = (
            SYM, "    swap = patch_density(lambda m, e: transposed(_x[m, e], m, _l1, _l2))\n",
            "    swap = patch_density(lambda m, e: KD(e, _p) * transposed(_x[m, e], m, _l1, _l2)\n"
            "                         + (1 - KD(e, _p)) * _x[m, e])\n", (T_L4,)),
+    # the same rest rule on the aggregated patches of a frozen attention (issue 47's engine:
+    # M77 survived once the uniform cell of its test moved there)
+    Mutant("M83", "claim 5: a frozen cell at rest is never stopped (aggregated-patch engine)",
+           FROZEN, "at_rest = math.sqrt(sq_step) <= rest * (1.0 + math.sqrt(sq_v))",
+           "at_rest = math.sqrt(sq_step) <= 0.0 * rest * (1.0 + math.sqrt(sq_v))", (T_C5L,)),
 )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from patchassoc.simulations.engines import sampled_kernels as kernels
+from patchassoc.simulations.engines.frozen_descent import distinct_rows
 from patchassoc.simulations.engines.sampled_flow import run_sampled_flow
 from patchassoc.simulations.engines.sampler import Sample
 from patchassoc.simulations.runtime.errors import CorruptFile
@@ -158,9 +159,13 @@ def test_the_legs_are_one_descent_and_the_checkpoint_is_its_state(rows):
         assert np.max(np.abs(ft.checkpoint[1] - cp.v)) <= 1e-12 * np.max(np.abs(cp.v))
 
 
-def test_a_sample_that_cannot_be_fitted_stops_at_rest():
+@pytest.mark.parametrize("method", ["uniform", "initial"])
+def test_a_sample_that_cannot_be_fitted_stops_at_rest(method):
     """Two copies of one image with opposite labels: the risk's minimum is at f = 0 (loss ln 2),
-    which GD reaches; the rule stops it at rest, not at the horizon."""
+    which GD reaches; the rule stops it at rest, not at the horizon. On both engines: uniform
+    attention (1 distinct row) descends on the aggregated patches (frozen_descent), the
+    initial attention kappa I (D distinct rows) on the general engine (sampled_descent); each
+    has the rule (mutants M77 and M83)."""
     up = tiny_upstream()
     cfg = up.config
     rng = np.random.default_rng(3)
@@ -169,7 +174,10 @@ def test_a_sample_that_cannot_be_fitted_stops_at_rest():
                   s=np.zeros((2, cfg.D)), lstar=np.zeros(2, dtype=np.int64))
     st = _limit_setting(sigma=0.4)
     v0 = 0.3 * rng.standard_normal(cfg.d)
-    ft = fine_tune(data, method_logits("uniform", up)[0], v0, cfg, st, up.w_star, up.structure,
+    theta0 = method_logits(method, up)[0]
+    rows = distinct_rows(kernels.softmax_rows(theta0))[0]
+    assert (len(rows) <= cfg.D // 2) == (method == "uniform")     # the engine the test means
+    ft = fine_tune(data, theta0, v0, cfg, st, up.w_star, up.structure,
                    gram=False, train_attention=False)
     assert ft.stop == "at rest" and ft.steps < st.steps
     assert ft.train_loss == pytest.approx(math.log(2.0), rel=1e-9)
