@@ -5,7 +5,7 @@ import math
 
 from patchassoc.simulations.engines._jit import jit
 
-__all__ = ["logistic"]
+__all__ = ["logistic", "zero_one"]
 
 
 @jit
@@ -17,3 +17,14 @@ def logistic(m):
         return math.log1p(e), -e / (1.0 + e)
     e = math.exp(m)
     return -m + math.log1p(e), -1.0 / (1.0 + e)
+
+
+@jit
+def zero_one(m):
+    """The zero-one error of a margin m = y f: 1 when m < 0, 1/2 at a tie m = 0 (the sign of
+    f = 0 is a coin toss), 0 when m > 0."""
+    if m < 0:
+        return 1.0
+    if m == 0:
+        return 0.5
+    return 0.0

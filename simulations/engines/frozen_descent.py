@@ -37,7 +37,7 @@ import numpy as np
 
 from patchassoc.theory.activation import act_pair
 from patchassoc.simulations.engines._jit import jit
-from patchassoc.simulations.engines._scalar import logistic
+from patchassoc.simulations.engines._scalar import logistic, zero_one
 
 __all__ = ["distinct_rows", "aggregate", "FrozenRun", "frozen_descent", "STATUS"]
 
@@ -104,10 +104,7 @@ def _loss_grad(Z, y, mult, v, p, nu, grad, G):
         m = y[n] * f
         l, dl = logistic(m)
         loss += l
-        if m < 0:
-            err += 1.0
-        elif m == 0:
-            err += 0.5
+        err += zero_one(m)
         g = y[n] * dl / N
         for r in range(R):
             c = g * G[r]

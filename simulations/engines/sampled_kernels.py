@@ -62,7 +62,7 @@ from patchassoc.simulations.engines._jit import borrowed as _borrowed
 # the explicit vector code (intrinsics) and the plain-Python twins that state its order
 from patchassoc.simulations.engines._sampled_simd import (LANES, _axpy_lanes, _dots, _matvec,
                                                           _outer_add)
-from patchassoc.simulations.engines._scalar import logistic as _logistic
+from patchassoc.simulations.engines._scalar import logistic as _logistic, zero_one as _zero_one
 from patchassoc.theory.activation import act_pair
 
 __all__ = ["loss_and_grad", "margins", "projections", "softmax_rows", "grad_logits",
@@ -227,10 +227,7 @@ def _accumulate_rows(X, y, v, A, AT, p, nu, lo, hi, gv, gA, work, prefetch):
         m = _head(U, y[n], AT, p, nu, z, G)
         l, dl = _logistic(m)
         loss += l
-        if m < 0:
-            err += 1.0
-        elif m == 0:
-            err += 0.5
+        err += _zero_one(m)
         g = y[n] * dl / N
         for i in range(D):
             G[i] *= g

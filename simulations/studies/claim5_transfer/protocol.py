@@ -34,6 +34,7 @@ import numpy as np
 
 from patchassoc.theory.activation import act
 from patchassoc.simulations.engines._jit import pjit, prange
+from patchassoc.simulations.engines._scalar import zero_one
 
 __all__ = ["UPSTREAM_SEEDS", "DOWNSTREAM_SEEDS", "UPSTREAM_DIAGONAL", "EPS_GRID", "EPS_MIN",
            "FLOOR_TARGET", "N_GRID", "N_MAX", "OMEGA", "ETA_V", "STEPS", "TOL", "N_TEST",
@@ -232,10 +233,7 @@ def _errors(m, G, scales, noise, p, nu):
             for l in range(L):
                 z = a * (m[i, l] + noise * G[i, l])
                 f += act(z, p, nu)
-            if f < 0.0:
-                wrong += 1.0
-            elif f == 0.0:
-                wrong += 0.5
+            wrong += zero_one(f)           # the label is +1: the margin is f
         out[k] = wrong / n
     return out
 
