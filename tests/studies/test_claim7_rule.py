@@ -104,3 +104,19 @@ def test_a_robustness_family_flow_whose_error_moved_by_exactly_tol_is_settled(mo
                             lambda *a, change=change: dict(real(*a), error_change=change))
         rec = runs.family_cell(cfg, variants.REFERENCE, 0, 10.0)
         assert rec["reached"] and rec["tol"] == tol and rec["settled"] is settled
+
+
+def test_the_line_leads_with_the_exponents_or_says_there_are_none():
+    """The README's row shows the first clause of claim 7's line: the exponents and the rise,
+    or, on a single d (the quick preview), that there is no exponent to read (it read 'local
+    exponents []')."""
+    ds = sc.grid_d(sc.GD_KS)
+    fast = [math.exp(-math.log(d) ** 2) for d in ds]
+    power = [d ** -0.5 for d in ds]
+    full = sc.claim7(_summary(fast, power))["detail"]
+    assert full.startswith("local exponents [") and "(rise " in full.split(";")[0]
+    s = _summary(fast, power)
+    s["a"]["tests"]["flow"] = scaling_family.omega_test(ds[:1], fast[:1])
+    short = sc.claim7(s)["detail"]
+    assert short.startswith("no local exponent (fewer than 2 d) of the flow"), short[:80]
+    assert "[]" not in short.split(";")[0]

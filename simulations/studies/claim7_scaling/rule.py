@@ -119,9 +119,11 @@ def claim7(summary: dict) -> dict:
     limits = [(r.get("flow") or {}).get("limit") for r in rows]
     horizon = num(summary.get("t_max"), ".0e")
     # the outcome first: the README's row shows the first clause of this line
-    detail = (f"local exponents {_exps(flow)} (rise {num(flow.get('rise'), '.2f')}, needs "
-              f"increasing and >= {summary.get('min_rise')}) of the flow at the horizon t = "
-              f"{horizon} over d = {a.get('gd_ds')}; certified error "
+    lead = (f"local exponents {_exps(flow)} (rise {num(flow.get('rise'), '.2f')}, needs "
+            f"increasing and >= {summary.get('min_rise')})" if (flow or {}).get("exponents")
+            else "no local exponent (fewer than 2 d)")
+    detail = (f"{lead} of the flow at the horizon t = {horizon} over d = {a.get('gd_ds')}; "
+              f"certified error "
               f"[{', '.join(_ratio(x) for x in ratios)}] x Bayes; limit classes "
               f"{', '.join(map(str, limits))}; "
               + (f"beside it, GD within "
