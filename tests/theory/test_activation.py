@@ -178,8 +178,8 @@ def test_the_scan_finds_a_formula():
 
 def test_largest_argument_is_found_once_per_activation_not_per_evaluation(monkeypatch):
     """Issue 46: the overflow refusal's bisection (about 50 evaluations of the bound in Python)
-    ran on every call of the exact engine's :func:`evaluate` and made one evaluation at D = 12
-    six times slower. It depends on (p, nu, count) only: it is computed once for each, and every
+    ran on every call of the exact engine's :func:`evaluate`, work repeated thousands of times
+    a flow. It depends on (p, nu, count) only: it is computed once for each, and every
     evaluation is refused against the stored value. A work count, not a timing: the number of
     evaluations of the bound over many evaluations. (A trajectory's :class:`Evaluator` checks
     its problem once and never calls it.)"""
